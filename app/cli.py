@@ -1,0 +1,220 @@
+"""`steer` and its sub-commands: (the TUI), run, serve, undo, bench."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from app.config import PROVIDERS, ConfigError, load_settings
+
+EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_EDITS = 0, 2, 3, 4
+FORMATS = ("auto", "apply_patch", "search_replace", "whole")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message short
+        self.print_usage(sys.stderr)
+        print(f"steer: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _provider_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("--provider", choices=PROVIDERS, help="back-end (default: local, or your config)")
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    g.add_argument("--model", help="model name sent to the back-end")
+    g.add_argument("--model-path", help="GGUF file for the local provider")
+    g.add_argument("--format", choices=FORMATS, help="edit format the model is asked for (default auto)")
+    g.add_argument("--max-tokens", type=int, help="cap on the answer's length")
+    g.add_argument("--temperature", type=float)
+    g.add_argument("--stall-timeout", type=float, help="seconds without data before giving up")
+
+
+def find_root(start: Path) -> Path:
+    """The repository's top level when `start` is inside one, else `start` itself."""
+    try:
+        import git
+
+        top = git.Repo(start, search_parent_directories=True).working_tree_dir
+        return Path(top) if top else start
+    except Exception:  # not a git repository (or no git): the folder is the workspace
+        return start
+
+
+def settings_from(args: argparse.Namespace):
+    return load_settings(provider=args.provider, base_url=args.base_url, model=args.model,
+                         model_path=args.model_path, format=args.format, max_tokens=args.max_tokens,
+                         temperature=args.temperature, stall_timeout=args.stall_timeout)
+
+
+# -- steer run ---------------------------------------------------------------------------------
+def _run_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="steer run", description="Run one instruction and print the resulting diff.")
+    p.add_argument("instruction")
+    p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH",
+                   help="add a file to the model's context (repeatable)")
+    p.add_argument("-C", dest="directory", default=".", help="work in this directory")
+    p.add_argument("--accept", choices=("all", "none"), default="none",
+                   help="write the proposal to disk (default: none, only print it)")
+    p.add_argument("--json", action="store_true", help="print a JSON report instead of the diff")
+    p.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer to stderr")
+    _provider_flags(p)
+    return p
+
+
+def cmd_run(argv: list[str]) -> int:
+    args = _run_parser().parse_args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        print("\nsteer: interrupted; nothing was written", file=sys.stderr)
+        return 130
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from app.core.render import unified
+    from app.core.session import ContextError, Session
+    from app.core.workspace import Workspace
+    from app.providers.factory import build_provider
+    from app.run_output import LiveStatus, report
+
+    try:
+        settings = settings_from(args)
+        provider = build_provider(settings)
+    except ConfigError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    cwd = Path(args.directory).resolve()
+    ws = Workspace(find_root(cwd))
+    try:
+        context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
+        session = Session(ws, provider, fmt=settings.format, context=context,
+                          max_tokens=settings.max_tokens, temperature=settings.temperature)
+        live = LiveStatus(sys.stderr, provider, enabled=not args.quiet)
+        session.start(args.instruction)
+    except ContextError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        await provider.aclose()
+        return EXIT_USAGE
+    ticker = asyncio.create_task(live.follow(session))
+    try:
+        await session.wait()
+    finally:
+        ticker.cancel()
+        await provider.aclose()
+    turn = session.turn
+    assert turn is not None and session.pending is not None and session.review is not None
+    live.close(turn)
+    pending = session.pending
+    outcome = None
+    code = EXIT_OK
+    if not turn.complete:
+        code = EXIT_PROVIDER
+        why = turn.error.message if turn.error else f"the answer ended early ({turn.finish_reason})"
+        print(f"steer: {why}; nothing was written", file=sys.stderr)
+    else:
+        if pending.errors:
+            code = EXIT_EDITS
+        if args.accept == "all":
+            outcome = session.review.accept_all()
+            if outcome.conflicts or outcome.messages:
+                code = EXIT_EDITS
+    for err in pending.errors:
+        print(f"steer: edit refused: {err.message}", file=sys.stderr)
+    if outcome is not None:
+        for msg in outcome.messages:
+            print(f"steer: {msg}", file=sys.stderr)
+        if outcome.written:
+            print(f"steer: accepted {len(outcome.accepted)} hunk(s), wrote {', '.join(outcome.written)}",
+                  file=sys.stderr)
+    if args.json:
+        print(json.dumps(report(session, turn, outcome, code), indent=2))
+    else:
+        sys.stdout.write(unified(pending))
+    return code
+
+
+# -- steer undo --------------------------------------------------------------------------------
+def cmd_undo(argv: list[str]) -> int:
+    p = _Parser(prog="steer undo", description="Revert the last accepted change (no git needed).")
+    p.add_argument("-C", dest="directory", default=".")
+    p.add_argument("--list", action="store_true", help="show the journal instead")
+    args = p.parse_args(argv)
+    from app.core.journal import Journal, UndoRefused
+    from app.core.workspace import Workspace
+
+    ws = Workspace(find_root(Path(args.directory).resolve()))
+    journal = Journal.for_workspace(ws)
+    if args.list:
+        undone = {e.target for e in journal.entries() if e.op == "undo"}
+        for e in journal.entries():
+            mark = " (undone)" if e.id in undone else ""
+            print(f"{e.id}  {e.op:6}  {e.label}{mark}")
+        return EXIT_OK
+    try:
+        entry = journal.undo(ws)
+    except UndoRefused as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_EDITS
+    print(f"steer: {entry.label}", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- steer serve / bench -----------------------------------------------------------------------
+def cmd_serve(argv: list[str]) -> int:
+    from app.server.chat_server import main as serve_main
+
+    return serve_main(argv)
+
+
+def cmd_bench(argv: list[str]) -> int:
+    from app.bench import main as bench_main
+
+    return bench_main(argv)
+
+
+# -- steer [PATH]: the app ----------------------------------------------------------------------
+def cmd_tui(argv: list[str]) -> int:
+    p = _Parser(prog="steer", description="Pair-program with a language model, live.",
+                epilog="sub-commands: run, serve, undo, bench (steer run --help)")
+    p.add_argument("path", nargs="?", default=".", help="the workspace (default: here)")
+    p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH")
+    _provider_flags(p)
+    args = p.parse_args(argv)
+    try:
+        settings = settings_from(args)
+        from app.providers.factory import build_provider
+
+        provider = build_provider(settings)
+    except ConfigError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from app.ui.app import SteerApp
+
+    start = Path(args.path).resolve()
+    if not start.is_dir():
+        print(f"steer: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    root = find_root(start)
+    context = [os.path.relpath((Path.cwd() / f).resolve(), root) for f in args.files]
+    SteerApp(root, provider, settings, context=context).run()
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "undo": cmd_undo, "serve": cmd_serve, "bench": cmd_bench}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS:
+        return COMMANDS[argv[0]](argv[1:])
+    if argv and argv[0] in ("-V", "--version"):
+        from app import __version__
+
+        print(f"steer {__version__}")
+        return EXIT_OK
+    return cmd_tui(argv)

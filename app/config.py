@@ -1,0 +1,100 @@
+"""Settings: defaults < config file (TOML in the user config dir) < STEER_* environment < flags.
+
+API keys are never stored here: a provider names the *environment variable* that holds its
+key (`api_key_env`), and STEER_API_KEY overrides it. Keys are read at the moment a provider
+is built and live only inside that provider object.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+class Preset(BaseModel):
+    base_url: str
+    key_env: str | None = None
+    model: str = ""
+    key_required: bool = True
+
+
+PRESETS: dict[str, Preset] = {
+    "openai": Preset(base_url="https://api.openai.com/v1", key_env="OPENAI_API_KEY", model="gpt-5.3-codex"),
+    "cerebras": Preset(base_url="https://api.cerebras.ai/v1", key_env="CEREBRAS_API_KEY", model="gpt-oss-120b"),
+    "groq": Preset(base_url="https://api.groq.com/openai/v1", key_env="GROQ_API_KEY", model="openai/gpt-oss-120b"),
+    "openrouter": Preset(base_url="https://openrouter.ai/api/v1", key_env="OPENROUTER_API_KEY",
+                         model="openai/gpt-oss-120b"),
+    "ollama": Preset(base_url="http://127.0.0.1:11434/v1", key_required=False),
+    "vllm": Preset(base_url="http://127.0.0.1:8000/v1", key_env="VLLM_API_KEY", key_required=False),
+    "llama-server": Preset(base_url="http://127.0.0.1:8080/v1", key_env="LLAMA_API_KEY",
+                           model="default", key_required=False),
+    "lmstudio": Preset(base_url="http://127.0.0.1:1234/v1", key_required=False),
+}
+PROVIDERS = ("local", "openai-chat", *PRESETS)
+
+
+def config_dir() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "steer"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STEER_", extra="ignore")
+
+    provider: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None  # the variable holding the key, for providers without a preset
+    format: str = "auto"
+    model_path: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stall_timeout: float = 120.0
+    theme: str = "steer-dark"
+    keys: dict[str, str] = {}  # action -> key, overriding the defaults
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_dir() / "config.toml")
+        return (init_settings, env_settings, toml)
+
+
+def load_settings(**overrides: object) -> Settings:
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValueError as exc:
+        raise ConfigError(f"invalid configuration ({config_dir() / 'config.toml'}): {exc}") from None
+
+
+def resolve_provider(s: Settings) -> tuple[str, str | None, str, str | None]:
+    """(provider name, base URL, model, API key) from the settings and the environment."""
+    name = s.provider or ("openai-chat" if s.base_url else "local")
+    if name not in PROVIDERS:
+        raise ConfigError(f"unknown provider {name!r}; choose one of {', '.join(PROVIDERS)}")
+    if name == "local":
+        return name, None, s.model or "", None
+    preset = PRESETS.get(name)
+    base_url = s.base_url or (preset.base_url if preset else None)
+    if not base_url:
+        raise ConfigError("provider openai-chat needs --base-url (or base_url in the config file)")
+    model = s.model or (preset.model if preset else "")
+    if not model:
+        raise ConfigError(f"provider {name} needs --model (or model in the config file)")
+    key_env = s.api_key_env or (preset.key_env if preset else None)
+    key = os.environ.get("STEER_API_KEY") or (os.environ.get(key_env) if key_env else None)
+    if not key and preset is not None and preset.key_required:
+        raise ConfigError(f"provider {name} needs an API key: set {preset.key_env} (or STEER_API_KEY)")
+    return name, base_url, model, key

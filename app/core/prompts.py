@@ -1,0 +1,109 @@
+"""What the model is told: the edit format's rules, the files in context, the instruction,
+and (when steering) where it was interrupted and what the user decided since."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
+
+from app.core.diff import Hunk, HunkState
+from app.core.snapshot import Snapshot
+
+_RULES = {
+    "apply_patch": """\
+You are a coding assistant pair-programming in the user's repository. Make the change the
+user asks for by writing a patch in the apply_patch format, and say briefly what you did.
+
+*** Begin Patch
+*** Update File: path/to/file.py
+@@ def existing_function():
+ unchanged context line
+-line to remove
++line to add
+*** Add File: path/to/new_file.py
++every line of the new file
+*** Delete File: path/to/obsolete.py
+*** End Patch
+
+Rules: paths are relative to the repository root. Give 3 lines of context around each
+change; start each chunk with @@ (optionally followed by a line to seek to). Every
+context line starts with a space, removed lines with -, added lines with +.""",
+    "search_replace": """\
+You are a coding assistant pair-programming in the user's repository. Make the change the
+user asks for with SEARCH/REPLACE blocks, and say briefly what you did.
+
+path/to/file.py
+```python
+<<<<<<< SEARCH
+exact lines copied from the file
+=======
+the lines that replace them
+>>>>>>> REPLACE
+```
+
+Rules: put the file path alone on the line before each block. The SEARCH part must match
+the file exactly, including indentation, and be just long enough to be unique. Use several
+small blocks rather than one large one. To create a file, use an empty SEARCH part.""",
+    "whole": """\
+You are a coding assistant. Change the user's file as asked. Answer with the file's path
+on a line of its own, then the complete new content of the file in one code block.""",
+}
+
+
+def system_prompt(fmt: str) -> str:
+    return _RULES[fmt]
+
+
+def fence_lang(path: str) -> str:
+    ext = PurePosixPath(path).suffix.lstrip(".").lower()
+    return {"py": "python", "js": "javascript", "ts": "typescript", "rs": "rust", "md": "markdown",
+            "sh": "bash", "yml": "yaml", "rb": "ruby", "kt": "kotlin", "h": "c", "hpp": "cpp",
+            "cc": "cpp"}.get(ext, ext)
+
+
+def render_file(snap: Snapshot) -> str:
+    body = "\n".join(snap.lines)
+    fence = "````" if "```" in body else "```"
+    return f"{snap.path}\n{fence}{fence_lang(snap.path)}\n{body}\n{fence}" if snap.lines else (
+        f"{snap.path}\n(empty file)" if snap.exists else f"{snap.path}\n(does not exist yet)")
+
+
+def first_message(instruction: str, files: Sequence[Snapshot]) -> str:
+    if not files:
+        return instruction
+    shown = "\n\n".join(render_file(s) for s in files)
+    return f"{shown}\n\n{instruction}"
+
+
+def prefill(fmt: str, files: Sequence[Snapshot]) -> str:
+    """Start the answer for models that need the nudge: with one file in context, a whole-
+    file answer begins with its path and an opening fence."""
+    if fmt == "whole" and len(files) == 1:
+        return f"{files[0].path}\n```{fence_lang(files[0].path)}\n"
+    return ""
+
+
+def decisions(hunks: Iterable[Hunk]) -> str:
+    by_state: dict[str, list[str]] = {}
+    for h in hunks:
+        where = f"{h.path} line {h.base_start + 1}" + (
+            f"-{h.base_end}" if h.base_end > h.base_start + 1 else "")
+        label = {HunkState.ACCEPTED: "accepted (already applied to the file)",
+                 HunkState.REJECTED: "rejected (do not propose again)"}.get(h.state)
+        if label:
+            by_state.setdefault(label, []).append(where)
+    if not by_state:
+        return ""
+    return "\n".join(f"- {label}: {', '.join(w)}" for label, w in by_state.items())
+
+
+def steer_message(instruction: str, hunks: Iterable[Hunk], *, interrupted: bool) -> str:
+    parts = []
+    if interrupted:
+        parts.append("I interrupted your answer above. Continue from where it stopped, "
+                     "following this new instruction; do not repeat edits you already completed.")
+    d = decisions(hunks)
+    if d:
+        parts.append("My decisions on your edits so far:\n" + d)
+    parts.append(instruction)
+    return "\n\n".join(parts)

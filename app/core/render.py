@@ -1,0 +1,74 @@
+"""Plain-text views of a pending diff: the unified diff `steer run` prints."""
+
+from __future__ import annotations
+
+from app.core.diff import FileDiff, Hunk, PendingDiff
+
+
+def _groups(hunks: list[Hunk], n_base: int, context: int) -> list[list[Hunk]]:
+    groups: list[list[Hunk]] = []
+    for h in hunks:
+        if groups and h.base_start - groups[-1][-1].base_end <= 2 * context:
+            groups[-1].append(h)
+        else:
+            groups.append([h])
+    return groups
+
+
+def unified_file(fd: FileDiff, context: int = 3, hunks: list[Hunk] | None = None) -> str:
+    hunks = fd.hunks if hunks is None else hunks
+    if not hunks and not fd.move_to:
+        return ""
+    base = fd.base.lines
+    a = "/dev/null" if fd.created else f"a/{fd.path}"
+    target = fd.move_to or fd.path
+    b = "/dev/null" if fd.deleted else f"b/{target}"
+    out = [f"diff --git a/{fd.path} b/{target}"]
+    if fd.created:
+        out.append("new file mode 100644")
+    elif fd.deleted:
+        out.append(f"deleted file mode 100{fd.base.mode or 0o644:o}")
+    if fd.move_to:
+        out += [f"rename from {fd.path}", f"rename to {fd.move_to}"]
+    if hunks:
+        out += [f"--- {a}", f"+++ {b}"]
+    shift = 0  # new-side line offset from earlier hunks
+    for group in _groups(hunks, len(base), context):
+        lo = max(0, group[0].base_start - context)
+        hi = min(len(base), group[-1].base_end + context)
+        body: list[str] = []
+        pos = lo
+        group_shift = 0
+        for h in group:
+            body += [" " + t for t in base[pos : h.base_start]]
+            body += ["-" + t for t in h.old]
+            body += ["+" + t for t in h.new]
+            group_shift += len(h.new) - len(h.old)
+            pos = h.base_end
+        body += [" " + t for t in base[pos:hi]]
+        old_len = hi - lo
+        new_len = old_len + group_shift
+        old_start = lo + 1 if old_len else lo
+        new_start = lo + shift + 1 if new_len else lo + shift
+        if hi == len(base) and base and not fd.base.fmt.final_newline:
+            _mark_no_newline(body)
+        out.append(f"@@ -{_range(old_start, old_len)} +{_range(new_start, new_len)} @@")
+        out += body
+        shift += group_shift
+    return "\n".join(out) + "\n"
+
+
+def _mark_no_newline(body: list[str]) -> None:
+    """git's marker after the last line of each side when the file has no final newline."""
+    old_last = max((i for i, r in enumerate(body) if r[0] in " -"), default=None)
+    new_last = max((i for i, r in enumerate(body) if r[0] in " +"), default=None)
+    for i in sorted({x for x in (old_last, new_last) if x is not None}, reverse=True):
+        body.insert(i + 1, "\\ No newline at end of file")
+
+
+def _range(start: int, length: int) -> str:
+    return f"{start}" if length == 1 else f"{start},{length}"
+
+
+def unified(pending: PendingDiff, context: int = 3) -> str:
+    return "".join(unified_file(fd, context) for fd in pending.files.values())

@@ -1,0 +1,262 @@
+"""Deciding on hunks: accept (whole, by file, everything, or chosen lines), reject, undo.
+
+An accept is the only thing that writes to the working tree. It rebases the chosen hunks
+onto what is on disk now (3-way, against what steer expects to be there: the base plus
+hunks already accepted), so a change the user made meanwhile is never overwritten: a hunk
+whose region was touched becomes `conflict` and is not written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from app.core.diff import OPEN, FileDiff, Hunk, HunkState, PendingDiff
+from app.core.journal import Journal, UndoRefused
+from app.core.linediff import Change, apply_changes, line_diff, rebase
+from app.core.snapshot import Snapshot
+from app.core.textfile import NotText, encode
+from app.core.workspace import Workspace
+
+
+@dataclass
+class Outcome:
+    accepted: list[int] = field(default_factory=list)
+    rejected: list[int] = field(default_factory=list)
+    conflicts: list[int] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts and not self.messages
+
+
+@dataclass
+class _Tx:
+    entry_id: str
+    hunks: list[tuple[Hunk, HunkState, list[str] | None, str]]  # hunk, state, applied, note
+
+
+def line_rows(h: Hunk) -> list[tuple[str, str]]:
+    """A hunk's lines in display order: removed lines, then added lines."""
+    return [("-", t) for t in h.old] + [("+", t) for t in h.new]
+
+
+def pick_lines(h: Hunk, rows: Iterable[int]) -> list[str]:
+    """What a partial accept writes, as `git add -p` does: chosen '-' rows are removed, the
+    others stay; chosen '+' rows are added, the others are not."""
+    chosen = set(rows)
+    n = len(h.old)
+    kept = [t for i, t in enumerate(h.old) if i not in chosen]
+    added = [t for j, t in enumerate(h.new) if n + j in chosen]
+    return kept + added
+
+
+class Review:
+    def __init__(self, ws: Workspace, pending: PendingDiff, journal: Journal | None = None) -> None:
+        self.ws = ws
+        self.pending = pending
+        self.journal = journal or Journal.for_workspace(ws)
+        self._undo: list[_Tx] = []
+
+    # -- choosing --------------------------------------------------------------------------
+    def accept(self, ids: Iterable[int], label: str = "") -> Outcome:
+        return self._accept({i: None for i in ids}, label)
+
+    def accept_lines(self, hunk_id: int, rows: Iterable[int]) -> Outcome:
+        h = self.pending.hunk(hunk_id)
+        return self._accept({hunk_id: pick_lines(h, rows)}, f"lines of hunk #{hunk_id}")
+
+    def accept_edited(self, hunk_id: int, lines: list[str]) -> Outcome:
+        return self._accept({hunk_id: list(lines)}, f"edited hunk #{hunk_id}")
+
+    def accept_file(self, path: str) -> Outcome:
+        fd = self.pending.files[path]
+        return self._accept({h.id: None for h in self._bulk(fd)}, path, moving=fd)
+
+    def accept_all(self) -> Outcome:
+        ids = {h.id: None for fd in self.pending.files.values() for h in self._bulk(fd)}
+        movers = [fd for fd in self.pending.files.values() if fd.move_to]
+        return self._accept(ids, "all", moving=movers[0] if len(movers) == 1 else None)
+
+    def reject(self, ids: Iterable[int]) -> Outcome:
+        out = Outcome()
+        for i in ids:
+            h = self.pending.hunk(i)
+            if h.state in OPEN:
+                h.state = HunkState.REJECTED
+                h.note = ""
+                self.pending.files[h.path].touch(h)
+                out.rejected.append(i)
+        return out
+
+    def reject_file(self, path: str) -> Outcome:
+        return self.reject(h.id for h in self.pending.files[path].hunks)
+
+    def reject_all(self) -> Outcome:
+        return self.reject(h.id for h in self.pending.hunks)
+
+    @staticmethod
+    def _bulk(fd: FileDiff) -> list[Hunk]:
+        # Bulk accepts skip hunks the answer stopped inside: those need a deliberate look.
+        return [h for h in fd.hunks if h.state in OPEN and not h.incomplete]
+
+    # -- writing ---------------------------------------------------------------------------
+    def _accept(self, chosen: dict[int, list[str] | None], label: str,
+                moving: FileDiff | None = None) -> Outcome:
+        out = Outcome()
+        by_file: dict[str, list[Hunk]] = {}
+        for i in chosen:
+            h = self.pending.hunk(i)
+            if h.state not in OPEN:
+                if h.state == HunkState.STREAMING:
+                    out.messages.append(f"hunk #{i} is still streaming")
+                continue
+            by_file.setdefault(h.path, []).append(h)
+        plan: list[tuple[str, bytes | None, bytes | None, int | None]] = []
+        decided: list[tuple[Hunk, list[str]]] = []
+        for path, hunks in by_file.items():
+            fd = self.pending.files[path]
+            hunks.sort(key=lambda h: (h.base_start, h.base_end))
+            try:
+                disk = self.ws.snapshot(path)
+            except NotText as exc:
+                self._conflict(out, hunks, str(exc))
+                continue
+            result = self._merge(fd, hunks, chosen, disk, out)
+            if result is None:
+                continue
+            merged, placed = result
+            before = self.ws.read_bytes(path) if disk.exists else None
+            fmt = disk.fmt if disk.exists else fd.base.fmt
+            remove = fd.deleted and not merged and all(
+                h.state == HunkState.ACCEPTED or h in placed for h in fd.hunks)
+            after = None if remove else encode(merged, fmt, disk.lines if disk.exists else None)
+            target = path
+            if moving is fd and fd.move_to and all(
+                    h.state == HunkState.ACCEPTED or h in placed for h in fd.hunks):
+                plan.append((fd.move_to, self.ws.read_bytes(fd.move_to), after, disk.mode))
+                after, target = None, fd.move_to
+            if after != before or target != path:
+                plan.append((path, before, after, disk.mode))
+            decided.extend((h, chosen[h.id] if chosen[h.id] is not None else h.new) for h in placed)
+        if not decided:
+            return out
+        entry = self.journal.record("accept", _label(label, decided), plan)
+        for path, _before, after, mode in plan:
+            if after is None:
+                self.ws.delete(path)
+            else:
+                self.ws.write_atomic(path, after, mode)
+            out.written.append(path)
+        tx = _Tx(entry.id, [])
+        for h, applied in decided:
+            tx.hunks.append((h, h.state, h.applied, h.note))
+            h.state, h.applied = HunkState.ACCEPTED, applied
+            h.note = "" if applied == h.new else f"partly accepted ({len(applied)} lines written)"
+            self.pending.files[h.path].touch(h)
+            out.accepted.append(h.id)
+        self._undo.append(tx)
+        return out
+
+    def _merge(self, fd: FileDiff, hunks: list[Hunk], chosen: dict[int, list[str] | None],
+               disk: Snapshot, out: Outcome) -> tuple[list[str], list[Hunk]] | None:
+        """3-way: apply `hunks` onto the disk, given what steer expects the disk to hold."""
+        expected, shift = self.expected(fd)
+        if fd.base.exists and not disk.exists:
+            self._conflict(out, hunks, f"{fd.path} was deleted on disk since the request")
+            return None
+        edits = []
+        for h in hunks:
+            applied = chosen[h.id] if chosen[h.id] is not None else h.new
+            d = shift(h.base_start)
+            edits.append(Change(h.base_start + d, h.base_end + d, applied))
+        on_disk = disk.lines if disk.exists else []
+        if not fd.base.exists and disk.exists and expected != on_disk:
+            self._conflict(out, hunks, f"{fd.path} was created on disk since the request")
+            return None
+        merged, bad = rebase(expected, on_disk, edits)
+        if bad:
+            self._conflict(out, [hunks[i] for i in bad], "the lines changed on disk since the request")
+            if len(bad) == len(hunks):
+                return None
+            good = [h for i, h in enumerate(hunks) if i not in bad]
+            return merged, good
+        return merged, hunks
+
+    def expected(self, fd: FileDiff):
+        """What steer believes is on disk for `fd` (base + accepted hunks), and a function
+        mapping a base line number to its shift in that text."""
+        accepted = [h for h in fd.hunks if h.state == HunkState.ACCEPTED]
+        expected = apply_changes(fd.base.lines, [Change(h.base_start, h.base_end, h.applied or [])
+                                                 for h in accepted])
+
+        def shift(line: int) -> int:
+            # hunks of one diff are separated by unchanged lines, so "ends at or before" is
+            # the same as "comes before"
+            return sum(len(h.applied or []) - (h.base_end - h.base_start)
+                       for h in accepted if h.base_end <= line)
+
+        return expected, shift
+
+    def _conflict(self, out: Outcome, hunks: list[Hunk], why: str) -> None:
+        for h in hunks:
+            h.state, h.note = HunkState.CONFLICT, why
+            self.pending.files[h.path].touch(h)
+            out.conflicts.append(h.id)
+        out.messages.append(f"{hunks[0].path}: {why}; {len(hunks)} hunk(s) not written")
+
+    # -- keeping in step with the disk -----------------------------------------------------
+    def recheck(self, path: str) -> list[Hunk]:
+        """After the file changed on disk: open hunks whose region was touched become
+        `stale`, untouched ones (again) `pending`. Returns the hunks whose state changed."""
+        fd = self.pending.files.get(path)
+        if fd is None:
+            return []
+        try:
+            disk = self.ws.snapshot(path)
+        except NotText:
+            disk = None
+        expected, shift = self.expected(fd)
+        touched: list[tuple[int, int]] = []
+        gone = disk is None or (fd.base.exists and not disk.exists)
+        if not gone:
+            touched = [(a1, a2) for a1, a2, _, _ in line_diff(expected, disk.lines if disk.exists else [])]
+        flipped = []
+        for h in fd.hunks:
+            if h.state not in (HunkState.PENDING, HunkState.STALE):
+                continue
+            d = shift(h.base_start)
+            s, e = h.base_start + d, h.base_end + d
+            hit = gone or any(s <= u2 and u1 <= e for u1, u2 in touched)
+            new = HunkState.STALE if hit else HunkState.PENDING
+            if new != h.state:
+                h.state = new
+                h.note = "the lines changed on disk since the request" if hit else ""
+                fd.touch(h)
+                flipped.append(h)
+        return flipped
+
+    # -- undo ------------------------------------------------------------------------------
+    def undo(self) -> str:
+        """Revert this review's last accept, through the journal. Returns what was done."""
+        if not self._undo:
+            raise UndoRefused("nothing to undo in this session")
+        tx = self._undo[-1]
+        entry = next((e for e in self.journal.entries() if e.id == tx.entry_id), None)
+        if entry is None:
+            raise UndoRefused("the journal no longer holds the last accept")
+        self.journal.undo(self.ws, entry)
+        self._undo.pop()
+        for h, state, applied, note in tx.hunks:
+            h.state, h.applied, h.note = state, applied, note
+            self.pending.files[h.path].touch(h)
+        return entry.label
+
+
+def _label(what: str, decided: list[tuple[Hunk, list[str]]]) -> str:
+    ids = ", ".join(f"#{h.id}" for h, _ in decided[:8])
+    more = f" and {len(decided) - 8} more" if len(decided) > 8 else ""
+    files = sorted({h.path for h, _ in decided})
+    return f"accept {what}: hunks {ids}{more} in {', '.join(files)}"

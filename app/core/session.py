@@ -1,0 +1,285 @@
+"""A conversation about one change set: turns, prompts, steering, queued follow-ups.
+
+A change set is a PendingDiff over bases snapshotted when its first request was made. While
+it still has undecided hunks, every new message (a redirect, a follow-up) continues the same
+change set: the model sees its own previous answer and the user's decisions, and its new
+edits land in the same pending diff. Once everything is decided, the next message starts a
+new change set on fresh snapshots of the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.core import prompts
+from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.events import Done, Error, ReasoningDelta, TextDelta, Timings, Usage
+from app.core.formats import choose_format, make_parser
+from app.core.review import Review
+from app.core.snapshot import Snapshot
+from app.core.textfile import NotText
+from app.core.workspace import Workspace
+from app.providers.base import Provider, Request
+
+TurnState = Literal["connecting", "streaming", "done", "interrupted", "error"]
+
+
+class ContextError(ValueError):
+    """A file asked for as context cannot be used (outside the workspace, binary...)."""
+
+
+@dataclass(eq=False)
+class Turn:
+    instruction: str
+    kind: Literal["ask", "redirect", "follow-up"] = "ask"
+    chunks: list[str] = field(default_factory=list)
+    size: int = 0  # characters in chunks
+    reasoning: list[str] = field(default_factory=list)
+    state: TurnState = "connecting"
+    started: float = field(default_factory=time.perf_counter)
+    first_token: float | None = None
+    ended: float | None = None
+    deltas: int = 0
+    usage: Usage | None = None
+    timings: Timings | None = None
+    finish_reason: str | None = None
+    error: Error | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+    @property
+    def live(self) -> bool:
+        return self.state in ("connecting", "streaming")
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.completion if self.usage and self.usage.completion else self.deltas
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended or time.perf_counter()) - self.started
+
+    @property
+    def ttft(self) -> float | None:
+        return None if self.first_token is None else self.first_token - self.started
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        if self.first_token is None or self.deltas < 2:
+            return None
+        span = (self.ended or time.perf_counter()) - self.first_token
+        return (self.deltas - 1) / span if span > 0 else None
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "done" and self.error is None and self.finish_reason == "stop"
+
+
+class Session:
+    def __init__(self, ws: Workspace, provider: Provider, *, fmt: str = "auto",
+                 context: list[str] | None = None, max_tokens: int | None = None,
+                 temperature: float | None = None,
+                 on_change: Callable[[], None] | None = None) -> None:
+        self.ws = ws
+        self.provider = provider
+        self.fmt_choice = fmt
+        self.fmt = fmt
+        self.context: list[str] = []
+        for p in context or []:
+            self.add_context(p)
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.on_change = on_change or (lambda: None)
+        self.pending: PendingDiff | None = None
+        self.review: Review | None = None
+        self.history: list[dict[str, str]] = []
+        self.turns: list[Turn] = []
+        self.queue: list[str] = []
+        self._task: asyncio.Task[None] | None = None
+        self._snapshots: list[Snapshot] = []
+
+    # -- context ---------------------------------------------------------------------------
+    def add_context(self, raw: str) -> str:
+        try:
+            rel = self.ws.check_path(raw)
+        except ValueError as exc:
+            raise ContextError(str(exc)) from None
+        if not self.ws.abspath(rel).is_file():
+            raise ContextError(f"{rel}: no such file")
+        if rel not in self.context:
+            self.context.append(rel)
+        return rel
+
+    def remove_context(self, rel: str) -> None:
+        if rel in self.context:
+            self.context.remove(rel)
+
+    # -- state -----------------------------------------------------------------------------
+    @property
+    def turn(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    @property
+    def streaming(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def _open_change_set(self) -> bool:
+        return self.pending is not None and any(h.state in OPEN or h.state == HunkState.STREAMING
+                                                for h in self.pending.hunks)
+
+    def _snapshot_context(self) -> list[Snapshot]:
+        snaps = []
+        for rel in self.context:
+            try:
+                snaps.append(self.ws.snapshot(rel).prepare())
+            except NotText as exc:
+                raise ContextError(str(exc)) from None
+        return snaps
+
+    # -- asking ----------------------------------------------------------------------------
+    def start(self, instruction: str) -> Turn:
+        """Send a message. While an answer streams, this is a redirect."""
+        if self.streaming:
+            return self.redirect(instruction)
+        return self._start(instruction, "follow-up" if self._open_change_set() else "ask")
+
+    async def ask(self, instruction: str) -> Turn:
+        """Send and wait for the answer to end (what `steer run` does)."""
+        turn = self.start(instruction)
+        await self.wait()
+        return turn
+
+    async def wait(self) -> None:
+        while self._task is not None and not self._task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._task)
+
+    def redirect(self, instruction: str) -> Turn:
+        """Stop the running answer and continue from it with a new instruction; decisions
+        already made are kept and the model is told about them."""
+        self._cancel()
+        return self._start(instruction, "redirect")
+
+    def interrupt(self) -> bool:
+        """Esc: stop the generation now. Complete hunks stay reviewable."""
+        return self._cancel()
+
+    def enqueue(self, message: str) -> None:
+        self.queue.append(message)
+        self.on_change()
+
+    def _cancel(self) -> bool:
+        task = self._task
+        if task is None or task.done():
+            return False
+        task.cancel()
+        # settle synchronously: the UI must show the stopped state at once, not on the next tick
+        turn = self.turn
+        if turn is not None and turn.live:
+            self._finalize(turn, self._parser, interrupted=True)
+        return True
+
+    def _start(self, instruction: str, kind: Literal["ask", "redirect", "follow-up"]) -> Turn:
+        previous = self.turn
+        if kind == "ask":
+            self._snapshots = self._snapshot_context()
+            self.pending = PendingDiff(self.ws, self._snapshots)
+            self.review = Review(self.ws, self.pending)
+            self.history = []
+            self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
+                self.provider.name, self.provider.model, [len(s.lines) for s in self._snapshots])
+            content = prompts.first_message(instruction, self._snapshots)
+        else:
+            assert self.pending is not None and previous is not None
+            content = prompts.steer_message(instruction, self.pending.hunks,
+                                            interrupted=previous.state == "interrupted")
+            if kind == "follow-up":
+                self.pending.bump()
+        assert self.pending is not None
+        messages = [{"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
+                    {"role": "user", "content": content}]
+        prefill = prompts.prefill(self.fmt, self._snapshots) if self.provider.name == "local" else ""
+        turn = Turn(instruction, kind)
+        self.turns.append(turn)
+        known = frozenset(s.path for s in self._snapshots)
+        self._parser = make_parser(self.fmt, known)
+        self._messages = messages
+        req = Request(messages, model=self.provider.model, max_tokens=self.max_tokens,
+                      temperature=self.temperature, prefill=prefill)
+        if prefill:
+            self._feed(turn, prefill)
+        self._task = asyncio.get_running_loop().create_task(self._run(turn, req, self._parser))
+        self.on_change()
+        return turn
+
+    def _feed(self, turn: Turn, text: str) -> None:
+        turn.chunks.append(text)
+        turn.size += len(text)
+        self.pending.feed(self._parser.feed(text))  # type: ignore[union-attr]
+
+    async def _run(self, turn: Turn, req: Request, parser) -> None:
+        pending = self.pending
+        assert pending is not None
+        try:
+            async for ev in self.provider.stream(req):
+                t = type(ev)
+                if t is TextDelta:
+                    if turn.first_token is None:
+                        turn.first_token = time.perf_counter()
+                        turn.state = "streaming"
+                    turn.deltas += 1
+                    turn.chunks.append(ev.text)
+                    turn.size += len(ev.text)
+                    pending.feed(parser.feed(ev.text))
+                elif t is ReasoningDelta:
+                    if turn.first_token is None:
+                        turn.first_token = time.perf_counter()
+                        turn.state = "streaming"
+                    turn.reasoning.append(ev.text)
+                elif t is Usage:
+                    turn.usage = ev
+                elif t is Error:
+                    turn.error = ev
+                elif t is Done:
+                    turn.finish_reason = ev.finish_reason
+                    turn.timings = ev.timings
+        except asyncio.CancelledError:
+            if turn.live:
+                self._finalize(turn, parser, interrupted=True)
+            raise
+        except Exception as exc:  # a provider bug must not leave the UI streaming forever
+            turn.error = Error("protocol", f"{type(exc).__name__}: {exc}")
+        if turn.live:
+            self._finalize(turn, parser, interrupted=False)
+        if self.queue and turn.complete and self._task is asyncio.current_task():
+            self._task = None
+            self.start(self.queue.pop(0))
+
+    def _finalize(self, turn: Turn, parser, *, interrupted: bool) -> None:
+        turn.ended = time.perf_counter()
+        if interrupted:
+            turn.state = "interrupted"
+            turn.finish_reason = turn.finish_reason or "cancelled"
+        elif turn.error is not None:
+            turn.state = "error"
+        else:
+            turn.state = "done"
+        pending = self.pending
+        assert pending is not None
+        pending.feed(parser.finish(complete=turn.complete))
+        pending.finish()
+        # the conversation continues from whatever the model managed to say
+        self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
+        self.on_change()
+
+    async def aclose(self) -> None:
+        self._cancel()
+        await self.wait()
+        await self.provider.aclose()

@@ -1,0 +1,1 @@
+"""Back-ends, one module each, behind one streaming interface (see base.Provider)."""

@@ -1,0 +1,19 @@
+"""Settings -> a provider object."""
+
+from __future__ import annotations
+
+from app.config import Settings, resolve_provider
+from app.providers.base import Provider
+
+
+def build_provider(s: Settings) -> Provider:
+    name, base_url, model, key = resolve_provider(s)
+    if name == "local":
+        from app.providers.local import LocalModel
+
+        return LocalModel(s.model_path)
+    from app.providers.openai_chat import OpenAIChat
+
+    provider = OpenAIChat(base_url or "", model, key, stall_timeout=s.stall_timeout)
+    provider.name = name  # presets keep their own name in the status line
+    return provider

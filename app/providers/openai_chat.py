@@ -1,0 +1,215 @@
+"""OpenAI-compatible Chat Completions over SSE: OpenAI, Cerebras, Groq, OpenRouter, Ollama,
+vLLM, llama.cpp's llama-server, LM Studio, and `steer serve`.
+
+The SSE framing is parsed here rather than with httpx-sse: at 20,000 events/s its
+per-line generator layers cost more than the rest of the client together, and the
+framing we need (data lines, blank-line terminators) is a dozen lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+
+from app.core.events import Done, Error, Event, ReasoningDelta, TextDelta, Usage
+from app.providers.base import Clock, Request
+
+
+class OpenAIChat:
+    name = "openai-chat"
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
+                 connect_timeout: float = 10.0, stall_timeout: float = 120.0, retries: int = 2,
+                 client: httpx.AsyncClient | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._key = api_key  # never logged, never part of a message
+        self.retries = retries
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=connect_timeout, read=stall_timeout, write=30.0, pool=30.0),
+            limits=httpx.Limits(max_keepalive_connections=4),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def _body(self, req: Request) -> dict:
+        body: dict = {
+            "model": req.model or self.model,
+            "messages": req.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if req.max_tokens is not None:
+            body["max_tokens"] = req.max_tokens
+        if req.temperature is not None:
+            body["temperature"] = req.temperature
+        if req.prediction:
+            body["prediction"] = {"type": "content", "content": req.prediction}
+        body.update(req.extra)
+        return body
+
+    async def stream(self, req: Request) -> AsyncIterator[Event]:
+        headers = {"Accept": "text/event-stream"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        url = f"{self.base_url}/chat/completions"
+        body = self._body(req)
+        attempt = 0
+        while True:
+            clock = Clock()
+            finish: str | None = None
+            usage_tokens: int | None = None
+            got_text = False
+            retry_after: float | None = None
+            try:
+                async with self._client.stream("POST", url, json=body, headers=headers) as resp:
+                    clock.connected()
+                    if resp.status_code != 200:
+                        err = await _http_error(resp)
+                        if err.retryable and attempt < self.retries:
+                            retry_after = _retry_after(resp, attempt)
+                        else:
+                            yield err
+                            yield Done("error", clock.done())
+                            return
+                    else:
+                        async for data in _sse_data(resp):
+                            if data == "[DONE]":
+                                finish = finish or "stop"
+                                break
+                            try:
+                                obj = json.loads(data)
+                            except ValueError:
+                                yield Error("protocol", f"the server sent malformed JSON: {data[:120]!r}")
+                                yield Done("error", clock.done())
+                                return
+                            if obj.get("error"):
+                                e = obj["error"]
+                                msg = e.get("message", str(e)) if isinstance(e, dict) else str(e)
+                                yield Error("model", f"the server reported an error: {msg}")
+                                yield Done("error", clock.done())
+                                return
+                            for ch in obj.get("choices") or ():
+                                delta = ch.get("delta") or {}
+                                text = delta.get("content")
+                                if text:
+                                    clock.token()
+                                    got_text = True
+                                    yield TextDelta(text)
+                                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                                if thought:
+                                    clock.token()
+                                    yield ReasoningDelta(thought)
+                                if ch.get("finish_reason"):
+                                    finish = ch["finish_reason"]
+                            usage = obj.get("usage") or (obj.get("x_groq") or {}).get("usage")
+                            if usage:
+                                usage_tokens = usage.get("completion_tokens")
+                                yield Usage(usage.get("prompt_tokens", 0), usage_tokens or 0)
+                            _server_speed(obj, clock)
+            except httpx.ReadTimeout:
+                yield Error("stall", f"no data from {self.base_url} for {self._client.timeout.read:.0f} s; "
+                            "the answer was cut off", retryable=True)
+                yield Done("error", clock.done(usage_tokens))
+                return
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if attempt < self.retries and not got_text:
+                    retry_after = _backoff(attempt)
+                else:
+                    yield Error("network", f"cannot connect to {self.base_url}: {_reason(exc)}", retryable=True)
+                    yield Done("error", clock.done())
+                    return
+            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                yield Error("network", f"the connection to {self.base_url} dropped mid-answer "
+                            f"({_reason(exc)}); the answer is incomplete", retryable=True)
+                yield Done("error", clock.done(usage_tokens))
+                return
+            except httpx.HTTPError as exc:
+                yield Error("network", f"{self.base_url}: {_reason(exc)}", retryable=True)
+                yield Done("error", clock.done(usage_tokens))
+                return
+            if retry_after is not None:
+                attempt += 1
+                await asyncio.sleep(retry_after)
+                continue
+            if finish is None:
+                yield Error("network", f"the stream from {self.base_url} ended without a finish "
+                            "reason; the answer is incomplete", retryable=True)
+                yield Done("error", clock.done(usage_tokens))
+                return
+            yield Done(finish, clock.done(usage_tokens))
+            return
+
+
+async def _sse_data(resp: httpx.Response) -> AsyncIterator[str]:
+    """The `data:` payloads of an SSE stream (multi-line data joined with newlines)."""
+    buf = b""
+    data: list[str] = []
+    async for raw in resp.aiter_raw():
+        buf += raw
+        if b"\n" not in raw:
+            continue
+        lines = buf.split(b"\n")
+        buf = lines.pop()
+        for line in lines:
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line:
+                if data:
+                    yield "\n".join(data)
+                    data = []
+            elif line.startswith(b"data:"):
+                chunk = line[5:]
+                data.append((chunk[1:] if chunk.startswith(b" ") else chunk).decode("utf-8"))
+            # comments (":keep-alive"), event:, id:, retry: carry nothing we use
+    if data:
+        yield "\n".join(data)
+
+
+def _server_speed(obj: dict, clock: Clock) -> None:
+    t = clock.timings
+    timings = obj.get("timings")  # llama-server
+    if isinstance(timings, dict) and timings.get("predicted_per_second"):
+        t.server_tokens_per_s = float(timings["predicted_per_second"])
+    info = obj.get("time_info")  # Cerebras
+    usage = obj.get("usage") or {}
+    if isinstance(info, dict) and info.get("completion_time") and usage.get("completion_tokens"):
+        t.server_tokens_per_s = usage["completion_tokens"] / float(info["completion_time"])
+    groq = (obj.get("x_groq") or {}).get("usage") or {}
+    if groq.get("completion_time") and groq.get("completion_tokens"):
+        t.server_tokens_per_s = groq["completion_tokens"] / float(groq["completion_time"])
+
+
+async def _http_error(resp: httpx.Response) -> Error:
+    raw = (await resp.aread())[:2000]
+    try:
+        detail = json.loads(raw).get("error", {})
+        detail = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+    except (ValueError, AttributeError):
+        detail = raw.decode("utf-8", "replace").strip()
+    detail = f": {detail[:300]}" if detail else ""
+    code = resp.status_code
+    if code in (401, 403):
+        return Error("auth", f"HTTP {code} from {resp.url.host}{detail} (check the API key variable)")
+    if code == 429:
+        return Error("rate_limit", f"HTTP 429 rate limited by {resp.url.host}{detail}", retryable=True)
+    return Error("http", f"HTTP {code} from {resp.url.host}{detail}", retryable=code >= 500)
+
+
+def _retry_after(resp: httpx.Response, attempt: int) -> float:
+    try:
+        return min(float(resp.headers.get("retry-after", "")), 20.0)
+    except ValueError:
+        return _backoff(attempt)
+
+
+def _backoff(attempt: int) -> float:
+    return 0.5 * 2**attempt
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,123 @@
+"""What `steer run` shows while it works (stderr) and reports when done (--json)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from typing import TextIO
+
+from app.core.render import unified
+from app.core.review import Outcome
+from app.core.session import Session, Turn
+
+DIM, RESET, CLEAR = "\x1b[2m", "\x1b[0m", "\r\x1b[2K"
+
+
+def status_text(provider, turn: Turn) -> str:
+    rate = turn.tokens_per_s
+    ttft = turn.ttft
+    parts = [f"{provider.name}:{provider.model}" if provider.model else provider.name,
+             turn.state,
+             f"ttft {ttft * 1000:.0f} ms" if ttft is not None else None,
+             f"{turn.tokens} tok",
+             f"{rate:,.0f} tok/s" if rate else None,
+             f"{turn.elapsed:.1f} s"]
+    return " · ".join(p for p in parts if p)
+
+
+class LiveStatus:
+    """Streams the answer to stderr. On a terminal the last line is the live status, with the
+    line being written; elsewhere the text passes through and one summary line follows."""
+
+    def __init__(self, out: TextIO, provider, *, enabled: bool = True, hz: float = 20.0) -> None:
+        self.out = out
+        self.provider = provider
+        self.enabled = enabled
+        self.tty = out.isatty()
+        self.period = 1.0 / hz
+        self._chunks = 0
+        self._partial = ""
+
+    async def follow(self, session: Session) -> None:
+        while True:
+            turn = session.turn
+            if turn is not None:
+                self.flush(turn)
+            await asyncio.sleep(self.period)
+
+    def flush(self, turn: Turn) -> None:
+        if not self.enabled:
+            return
+        new = "".join(turn.chunks[self._chunks :])
+        self._chunks = len(turn.chunks)
+        if not self.tty:
+            if new:
+                self.out.write(new)
+                self.out.flush()
+            return
+        text = self._partial + new
+        *done, self._partial = text.split("\n")
+        width = shutil.get_terminal_size((100, 20)).columns
+        status = status_text(self.provider, turn)
+        room = max(0, width - len(status) - 3)
+        shown = self._partial[:room]
+        lines = "".join(line + "\n" for line in done)
+        self.out.write(f"{CLEAR}{lines}{shown}{' ' * (room - len(shown))} {DIM}{status}{RESET}")
+        self.out.flush()
+
+    def close(self, turn: Turn) -> None:
+        if not self.enabled:
+            return
+        self.flush(turn)
+        if self.tty:
+            self.out.write(f"{CLEAR}{self._partial}\n{DIM}{status_text(self.provider, turn)}{RESET}\n")
+        else:
+            self.out.write(f"\n[{status_text(self.provider, turn)}]\n")
+        self.out.flush()
+
+
+def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> dict:
+    pending = session.pending
+    assert pending is not None
+    t = turn.timings
+    return {
+        "exit_code": code,
+        "instruction": turn.instruction,
+        "provider": session.provider.name,
+        "model": session.provider.model,
+        "format": session.fmt,
+        "stats": {
+            "state": turn.state,
+            "finish_reason": turn.finish_reason,
+            "connect_s": t.connect_s if t else None,
+            "ttft_s": turn.ttft,
+            "tokens": turn.tokens,
+            "tokens_per_s": turn.tokens_per_s,
+            "server_tokens_per_s": t.server_tokens_per_s if t else None,
+            "elapsed_s": turn.elapsed,
+            "prompt_tokens": turn.usage.prompt if turn.usage else None,
+        },
+        "error": {"kind": turn.error.kind, "message": turn.error.message} if turn.error else None,
+        "explanation": "\n".join(pending.prose).strip(),
+        "files": [
+            {
+                "path": fd.path,
+                "created": fd.created,
+                "deleted": fd.deleted,
+                "move_to": fd.move_to,
+                "errors": fd.errors,
+                "hunks": [
+                    {"id": h.id, "state": h.state.value, "incomplete": h.incomplete,
+                     "old_start": h.base_start + 1, "old_lines": len(h.old), "removed": h.old,
+                     "added": h.new, "note": h.note}
+                    for h in fd.hunks
+                ],
+            }
+            for fd in pending.files.values()
+        ],
+        "edit_errors": [{"path": e.path, "message": e.message} for e in pending.errors],
+        "accepted": outcome.accepted if outcome else [],
+        "conflicts": outcome.conflicts if outcome else [],
+        "written": outcome.written if outcome else [],
+        "diff": unified(pending),
+    }
