@@ -1,21 +1,18 @@
-"""Streaming parsers, one module per edit format, and the choice of format per model."""
+"""Streaming edit parsing and the choice of edit format per model.
+
+The format decides what the prompt asks for; the parser (parser.EditParser) reads all of
+them, since models do not always write what they were asked to.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Literal
 
-from app.core.formats.apply_patch import ApplyPatchParser
-from app.core.formats.base import StreamParser
-from app.core.formats.search_replace import SearchReplaceParser
-from app.core.formats.whole_file import WholeFileParser
+from app.core.formats.parser import EditParser
 
 FormatName = Literal["apply_patch", "search_replace", "whole"]
-FORMATS: dict[str, type[StreamParser]] = {
-    "apply_patch": ApplyPatchParser,
-    "search_replace": SearchReplaceParser,
-    "whole": WholeFileParser,
-}
+FORMATS: tuple[str, ...] = ("apply_patch", "search_replace", "whole")
 SMALL_FILE_LINES = 40  # whole-file answers for files this short cost about what a diff does
 
 # OpenAI's gpt and codex models are trained on apply_patch.
@@ -32,8 +29,7 @@ def choose_format(provider: str, model: str, context_lines: list[int]) -> Format
     return "search_replace"
 
 
-def make_parser(name: str, known_paths: frozenset[str] = frozenset()) -> StreamParser:
-    try:
-        return FORMATS[name](known_paths)
-    except KeyError:
-        raise ValueError(f"unknown edit format {name!r}; choose one of {', '.join(FORMATS)}") from None
+def make_parser(fmt: str, known_paths: frozenset[str] = frozenset()) -> EditParser:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown edit format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return EditParser(known_paths, whole=fmt == "whole")

@@ -1,0 +1,202 @@
+"""The streaming edit parser: reads whichever edit format the model actually wrote.
+
+The prompt asks for one format, but models drift (and small ones drift a lot), so the parser
+recognises all three, line by line:
+
+- apply_patch: `*** Begin Patch` ... `*** End Patch` (delegated to ApplyPatchParser);
+- search/replace blocks, as aider popularised them:
+
+      path/to/file.py
+      ```python
+      <<<<<<< SEARCH
+      old lines
+      =======
+      new lines
+      >>>>>>> REPLACE
+      ```
+
+  The file name is the line before the fence (or before the SEARCH marker, or in the
+  fence's info string); a block without one reuses the previous block's file. An empty
+  SEARCH creates the file, or appends to it.
+- whole files: a path line, then a fenced block that does not start with a SEARCH marker.
+  Only when `whole` is allowed (the prompt asked for it): otherwise a snippet after a file
+  name would read as "replace the file with this snippet".
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.core.formats.apply_patch import OUTSIDE as PATCH_DONE
+from app.core.formats.apply_patch import ApplyPatchParser
+from app.core.formats.base import FENCE, StreamParser
+from app.core.formats.events import EditBegin, EditEnd, Line, Malformed, OldEnd, ParseEvent, Prose
+
+SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
+DIVIDER = re.compile(r"^\s*={5,9}\s*$")
+REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\b.*$")
+
+PROSE, PATCH, OLD, NEW, SKIP, OPENED, WHOLE, CODE = range(8)
+HOLD = 3  # prose lines held back: they may turn out to be a block's file name and fence
+
+
+class EditParser(StreamParser):
+    name = "edits"
+
+    def __init__(self, known_paths: frozenset[str] = frozenset(), *, whole: bool = False) -> None:
+        super().__init__(known_paths)
+        self.whole = whole
+        self.state = PROSE
+        self.held: list[str] = []
+        self.last_path: str | None = None
+        self.path = ""  # the file of the open fenced block
+        self.fence = ""
+        self.opened: list[str] = []  # path and fence lines, until we know what the block is
+        self.in_fence = False  # SEARCH blocks inside a fence: its closing line is not prose
+        self.patch = ApplyPatchParser(known_paths)
+
+    # -- lines -----------------------------------------------------------------------------
+    def _line(self, line: str, out: list[ParseEvent]) -> None:
+        state = self.state
+        if state == NEW:
+            if REPLACE.match(line):
+                out.append(EditEnd())
+                self.state = PROSE
+            elif SEARCH.match(line):
+                out.append(EditEnd(False, "block without >>>>>>> REPLACE"))
+                self.state = PROSE
+                self._line(line, out)
+            else:
+                out.append(Line("+", line))
+        elif state == OLD:
+            if DIVIDER.match(line):
+                out.append(OldEnd())
+                self.state = NEW
+            elif REPLACE.match(line) or SEARCH.match(line):
+                out.append(EditEnd(False, "SEARCH block without a ======= divider"))
+                self.state = PROSE
+                if SEARCH.match(line):
+                    self._line(line, out)
+            else:
+                out.append(Line("-", line))
+        elif state == WHOLE:
+            if self._closes(line):
+                out.append(EditEnd())
+                self.state = PROSE
+            else:
+                out.append(Line("+", line))
+        elif state == PATCH:
+            self.patch._line(line, out)
+            if self.patch.state == PATCH_DONE:
+                self.state = PROSE
+        elif state == OPENED:  # a fence after a file name: SEARCH blocks, a whole file, or code
+            opened, self.opened = self.opened, []
+            if SEARCH.match(line):
+                self.in_fence = True
+                self._begin_block(self.path, out)
+            elif self.whole and not self._closes(line):
+                out.append(EditBegin(self.path, "whole"))
+                self.state = WHOLE
+                self._line(line, out)
+            else:
+                out.extend(Prose(t) for t in opened)
+                self.state = CODE
+                self._line(line, out)
+        elif state == SKIP:  # a block we could not attribute to a file: swallow it
+            if REPLACE.match(line):
+                self.state = PROSE
+        elif state == CODE:
+            if SEARCH.match(line):  # the file name may sit inside the fence, before the block
+                self.in_fence = True
+                self._search_from_held(out)
+            elif self._closes(line):
+                self._flush(out)
+                out.append(Prose(line))
+                self.state = PROSE
+            else:
+                self._hold(line, out)
+        else:
+            self._prose(line, out)
+
+    def _prose(self, line: str, out: list[ParseEvent]) -> None:
+        stripped = line.strip()
+        if stripped == "*** Begin Patch":
+            self._flush(out)
+            self.patch._line(line, out)
+            self.state = PATCH
+            return
+        if SEARCH.match(line):
+            self._search_from_held(out)
+            return
+        m = FENCE.match(stripped)
+        if m is None:
+            self._hold(line, out)
+            return
+        if self.in_fence:  # the fence that closes a run of SEARCH/REPLACE blocks
+            self.in_fence = False
+            return
+        self.fence = m["fence"]
+        path, at = self._path_before()
+        opened = [line]
+        if path is not None:
+            opened.insert(0, self.held[at])
+            del self.held[at:]
+        else:  # ```python path/to/file.py
+            path = next((p for w in reversed(m["info"].split()) if (p := self.looks_like_path(w))), None)
+        self._flush(out)
+        if path is None:
+            out.append(Prose(line))
+            self.state = CODE
+        else:
+            self.path, self.opened, self.state = path, opened, OPENED
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _hold(self, line: str, out: list[ParseEvent]) -> None:
+        self.held.append(line)
+        if len(self.held) > HOLD:
+            out.append(Prose(self.held.pop(0)))
+
+    def _path_before(self) -> tuple[str | None, int]:
+        i = len(self.held) - 1
+        while i >= 0 and not self.held[i].strip():
+            i -= 1
+        path = self.looks_like_path(self.held[i]) if i >= 0 else None
+        return path, i
+
+    def _flush(self, out: list[ParseEvent]) -> None:
+        out.extend(Prose(t) for t in self.held)
+        self.held = []
+
+    def _closes(self, line: str) -> bool:
+        s = line.strip()
+        return len(s) >= len(self.fence) and s == s[0] * len(s) and s[0] == self.fence[0]
+
+    def _search_from_held(self, out: list[ParseEvent]) -> None:
+        path, at = self._path_before()
+        if path is not None:
+            del self.held[at:]
+        self._flush(out)
+        self._begin_block(path, out)
+
+    def _begin_block(self, path: str | None, out: list[ParseEvent]) -> None:
+        path = path or self.last_path
+        if path is None:
+            out.append(Malformed("a SEARCH/REPLACE block does not say which file it edits"))
+            self.state = SKIP
+            return
+        self.last_path = path
+        out.append(EditBegin(path, "update"))
+        self.state = OLD
+
+    def _end(self, out: list[ParseEvent], complete: bool) -> None:
+        why = "the answer stopped" if not complete else "the answer ended"
+        if self.state in (OLD, NEW):
+            out.append(EditEnd(False, f"{why} inside a SEARCH/REPLACE block"))
+        elif self.state == WHOLE:
+            out.append(EditEnd(False, f"{why} inside the code block for {self.path}"))
+        elif self.state == PATCH:
+            self.patch._end(out, complete)
+        elif self.state == OPENED:
+            out.extend(Prose(t) for t in self.opened)
+        self._flush(out)
+        self.state = PROSE

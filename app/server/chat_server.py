@@ -1,0 +1,227 @@
+"""`steer serve`: an OpenAI-compatible Chat Completions endpoint on 127.0.0.1.
+
+Two back-ends:
+- the embedded model (default, or any GGUF with --model-path), loaded once and kept warm;
+- `--replay FILE`: streams a recorded answer at a chosen rate (tokens/s; 0 = as fast as the
+  socket takes it), with optional faults: drop the connection, stall, an error status, or
+  malformed JSON after N tokens. Benchmarks and fault-injection tests use it.
+
+The wire format is OpenAI's byte for byte: `data: {chat.completion.chunk}` events, a final
+chunk with finish_reason, a usage chunk when `stream_options.include_usage` is set, then
+`data: [DONE]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from app.server.http import HttpRequest, HttpResponse, HttpServer
+
+_TOKEN = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]{1,3}|\s+")
+
+
+def split_tokens(text: str) -> list[str]:
+    """Cut text roughly where a BPE tokenizer would (~4 characters a token), so recorded
+    answers replay with realistic chunk sizes."""
+    return _TOKEN.findall(text)
+
+
+@dataclass
+class Faults:
+    drop_after: int | None = None  # close the connection mid-answer, no finish, no [DONE]
+    stall_after: int | None = None  # stop sending, keep the connection open
+    status: int | None = None  # answer with this HTTP status instead (429 gets Retry-After)
+    retry_after: float = 0.0
+    malformed_after: int | None = None  # send a chunk that is not JSON
+    fail_first: int = 0  # fail only this many requests with `status`, then serve normally
+
+
+@dataclass
+class ServerStats:
+    requests: list[float] = field(default_factory=list)  # wall-clock time each request arrived
+    bodies: list[dict] = field(default_factory=list)
+
+
+def _chunk(cid: str, model: str, created: int, delta: dict, finish: str | None = None) -> bytes:
+    obj = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+class ChatServer:
+    def __init__(self, *, replay: str | None = None, rate: float = 0.0, model_path: str | None = None,
+                 faults: Faults | None = None, host: str = "127.0.0.1", port: int = 0,
+                 model_name: str | None = None) -> None:
+        self.replay_tokens = split_tokens(replay) if replay is not None else None
+        self.rate = rate
+        self.model_path = model_path
+        self.faults = faults or Faults()
+        self.model_name = model_name or ("replay" if replay is not None else "smollm2-135m-instruct")
+        self.stats = ServerStats()
+        self.http = HttpServer(self.handle, host, port)
+        self._served = 0
+        self._local = None
+
+    async def start(self) -> int:
+        if self.replay_tokens is None:
+            from app.providers.local import LocalModel, warm
+
+            self._local = LocalModel(self.model_path)
+            await asyncio.to_thread(warm, self._local.model_path)  # keep the model loaded and warm
+        return await self.http.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.http.host}:{self.http.port}/v1"
+
+    async def close(self) -> None:
+        await self.http.close()
+
+    async def handle(self, req: HttpRequest) -> HttpResponse:
+        if req.method == "GET" and req.path.rstrip("/") == "/v1/models":
+            return HttpResponse.json({"object": "list", "data": [
+                {"id": self.model_name, "object": "model", "owned_by": "steer"}]})
+        if req.method != "POST" or req.path.rstrip("/") != "/v1/chat/completions":
+            return HttpResponse.json({"error": {"message": f"no route {req.method} {req.path}"}}, 404)
+        self.stats.requests.append(time.time())
+        try:
+            body = req.json()
+            messages = body["messages"]
+        except (ValueError, KeyError, TypeError):
+            return HttpResponse.json({"error": {"message": "invalid JSON body or missing messages",
+                                                "type": "invalid_request_error"}}, 400)
+        self.stats.bodies.append(body)
+        self._served += 1
+        f = self.faults
+        if f.status and (f.fail_first == 0 or self._served <= f.fail_first):
+            headers = {"Retry-After": f"{f.retry_after:g}"} if f.status == 429 else {}
+            return HttpResponse.json({"error": {"message": "injected failure", "type": "server_error"}},
+                                     f.status, **headers)
+        model = body.get("model") or self.model_name
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        if self.replay_tokens is not None:
+            tokens: AsyncIterator[str] = self._replay()
+        else:
+            tokens = self._generate(messages, body)
+        if not body.get("stream"):
+            text = "".join([t async for t in tokens])
+            return HttpResponse.json({
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
+                "created": int(time.time()), "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": "stop"}]})
+        return HttpResponse(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
+                            stream=self._sse(tokens, model, include_usage),
+                            close=f.drop_after is not None)
+
+    async def _sse(self, tokens: AsyncIterator[str], model: str, include_usage: bool) -> AsyncIterator[bytes]:
+        cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+        created = int(time.time())
+        f = self.faults
+        yield _chunk(cid, model, created, {"role": "assistant", "content": ""})
+        n = 0
+        batch: list[bytes] = []
+        async for tok in tokens:
+            if tok == "":  # the pacer's signal: the batch due by now is complete
+                if batch:
+                    yield b"".join(batch)
+                    batch = []
+                continue
+            if f.drop_after is not None and n >= f.drop_after:
+                yield b"".join(batch)
+                return
+            if f.stall_after is not None and n >= f.stall_after:
+                yield b"".join(batch)
+                await asyncio.sleep(3600)
+            if f.malformed_after is not None and n >= f.malformed_after:
+                batch.append(b"data: {\"choices\": [{\"delta\": {\"content\": \"x\n\n")
+                yield b"".join(batch)
+                return
+            batch.append(_chunk(cid, model, created, {"content": tok}))
+            n += 1
+        batch.append(_chunk(cid, model, created, {}, "stop"))
+        if include_usage:
+            usage = {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n}
+            batch.append(b"data: " + json.dumps({"id": cid, "object": "chat.completion.chunk",
+                                                 "created": created, "model": model, "choices": [],
+                                                 "usage": usage}).encode() + b"\n\n")
+        batch.append(b"data: [DONE]\n\n")
+        yield b"".join(batch)
+
+    async def _replay(self) -> AsyncIterator[str]:
+        """The recorded tokens, paced: every wake-up sends all tokens due by then (one SSE
+        event each, as a real server would), then yields "" to flush the batch."""
+        tokens = self.replay_tokens or []
+        if self.rate <= 0:
+            for i, tok in enumerate(tokens):
+                yield tok
+                if i % 64 == 63:
+                    yield ""
+                    await asyncio.sleep(0)
+            return
+        t0 = time.perf_counter()
+        i = 0
+        while i < len(tokens):
+            due = min(len(tokens), int((time.perf_counter() - t0) * self.rate) + 1)
+            while i < due:
+                yield tokens[i]
+                i += 1
+            yield ""
+            await asyncio.sleep(min(0.001, max(0.0, (i / self.rate) - (time.perf_counter() - t0))))
+
+    async def _generate(self, messages: list[dict], body: dict) -> AsyncIterator[str]:
+        from app.core.events import Error, TextDelta
+        from app.providers.base import Request
+
+        assert self._local is not None
+        req = Request(messages, max_tokens=body.get("max_tokens"), temperature=body.get("temperature"))
+        stream = self._local.stream(req)
+        try:
+            async for ev in stream:
+                if type(ev) is TextDelta:
+                    yield ev.text
+                    yield ""
+                elif type(ev) is Error:
+                    raise RuntimeError(ev.message)
+        finally:
+            await stream.aclose()  # the client left: stop the model
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="steer serve",
+                                description="OpenAI-compatible Chat Completions server on loopback.")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--model-path", help="GGUF to serve (default: the embedded SmolLM2-135M)")
+    p.add_argument("--replay", metavar="FILE", help="serve this recorded answer instead of a model")
+    p.add_argument("--rate", type=float, default=0.0, help="replay speed in tokens/s (0: unthrottled)")
+    p.add_argument("--drop-after", type=int, help="fault: drop the connection after N tokens")
+    p.add_argument("--stall-after", type=int, help="fault: stop sending after N tokens")
+    p.add_argument("--status", type=int, help="fault: answer every request with this HTTP status")
+    args = p.parse_args(argv)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print("steer serve: listening beyond loopback is not supported", file=sys.stderr)
+        return 2
+    replay = open(args.replay, encoding="utf-8").read() if args.replay else None
+    server = ChatServer(replay=replay, rate=args.rate, model_path=args.model_path, host=args.host,
+                        port=args.port, faults=Faults(drop_after=args.drop_after,
+                                                      stall_after=args.stall_after, status=args.status))
+
+    async def run() -> None:
+        await server.start()
+        print(f"steer serve: listening on {server.base_url}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+    return 0
