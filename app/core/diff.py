@@ -92,6 +92,7 @@ class Edit:
 
     def __init__(self, fd: FileDiff, start: int, old: list[str], *, aligned: bool, level: int = 0):
         self.fd = fd
+        self.turn = fd.owner.turn  # which answer placed it
         self.start = start
         self.old = old  # aligned: the complete old block; ops: grows with '-' and ' ' lines
         self.new: list[str] = []
@@ -274,12 +275,14 @@ class FileDiff:
         return [x for x in self.edits if s < x.end and x.start < e]
 
     def blocked(self, s: int, e: int) -> bool:
-        """A region is blocked if it overlaps an edit the user has already decided on."""
-        return any(x.decided for x in self.overlapping(s, e))
+        """A region is taken if it overlaps an edit the user has decided on, or another edit
+        of the answer now streaming (its blocks do not overwrite each other)."""
+        turn = self.owner.turn
+        return any(x.decided or x.turn == turn for x in self.overlapping(s, e))
 
     def claim(self, s: int, e: int) -> None:
-        """A new edit takes [s, e): undecided edits there are superseded (a model redoing a
-        change, typically after a redirect)."""
+        """A new edit takes [s, e): undecided edits of earlier answers there are superseded
+        (the model redoing a change after a redirect or follow-up)."""
         for x in self.overlapping(s, e):
             self.remove_edit(x)
 
@@ -332,6 +335,14 @@ class PendingDiff:
         self.dropped: set[int] = set()  # hunk ids that vanished (refined away or superseded)
         self._ids = 0
         self._cur: _Cursor | _Ignore | None = None
+        self.turn = 0  # the answer being streamed; its edits never supersede each other
+
+    def begin_turn(self) -> None:
+        """A new answer (redirect or follow-up) starts streaming into this diff."""
+        if type(self._cur) is _Cursor:
+            self._end(self._cur, EditEnd(False, "the answer stopped inside this edit"))
+        self._cur = None
+        self.turn += 1
 
     # -- bookkeeping -----------------------------------------------------------------------
     def next_id(self) -> int:

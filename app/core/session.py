@@ -200,8 +200,7 @@ class Session:
             assert self.pending is not None and previous is not None
             content = prompts.steer_message(instruction, self.pending.hunks,
                                             interrupted=previous.state == "interrupted")
-            if kind == "follow-up":
-                self.pending.bump()
+            self.pending.begin_turn()
         assert self.pending is not None
         messages = [{"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
                     {"role": "user", "content": content}]

@@ -1,0 +1,68 @@
+"""Shared fixtures: real git repositories in temp dirs, and a driver that streams an answer
+through the real parser and pending diff in chunks of any size."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# `HYPOTHESIS_PROFILE=deep make test` for a long hunt; the default keeps CI quick.
+settings.register_profile("default", max_examples=150, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deep", max_examples=3000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+from app.core.diff import PendingDiff
+from app.core.formats import make_parser
+from app.core.workspace import Workspace
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def init_repo(path: Path, files: dict[str, str | bytes] | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "t@example.com")
+    git(path, "config", "user.name", "t")
+    for name, content in (files or {}).items():
+        p = path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content)
+    if files:
+        git(path, "add", "-A")
+        git(path, "commit", "-qm", "init")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return init_repo(tmp_path / "repo")
+
+
+def stream(ws: Workspace, answer: str, *, fmt: str = "search_replace", context: Iterable[str] = (),
+           cuts: Iterable[int] | None = None, complete: bool = True) -> PendingDiff:
+    """Feed `answer` through parser + pending diff, cut at `cuts` (offsets) or whole."""
+    snaps = [ws.snapshot(p).prepare() for p in context]
+    pending = PendingDiff(ws, snaps)
+    parser = make_parser(fmt, frozenset(s.path for s in snaps))
+    pos = 0
+    for cut in sorted(set(cuts or ())):
+        if pos < cut < len(answer):
+            pending.feed(parser.feed(answer[pos:cut]))
+            pos = cut
+    pending.feed(parser.feed(answer[pos:]))
+    pending.feed(parser.finish(complete))
+    pending.finish()
+    return pending
