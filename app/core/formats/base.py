@@ -11,7 +11,7 @@ import re
 
 from app.core.formats.events import ParseEvent
 
-PATHLIKE = re.compile(r"^[\w.\-+@/~]+$")
+PATHLIKE = re.compile(r"^[\w.\-+@/~:]+$")
 EXTENSION = re.compile(r"\.[A-Za-z0-9_]+$")
 FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 
