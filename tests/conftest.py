@@ -3,14 +3,17 @@ through the real parser and pending diff in chunks of any size."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-import os
-
 import pytest
 from hypothesis import HealthCheck, settings
+
+from app.core.diff import PendingDiff
+from app.core.formats import make_parser
+from app.core.workspace import Workspace
 
 # `HYPOTHESIS_PROFILE=deep make test` for a long hunt; the default keeps CI quick.
 settings.register_profile("default", max_examples=150, deadline=None,
@@ -18,10 +21,6 @@ settings.register_profile("default", max_examples=150, deadline=None,
 settings.register_profile("deep", max_examples=3000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
-
-from app.core.diff import PendingDiff
-from app.core.formats import make_parser
-from app.core.workspace import Workspace
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from conftest import stream
 from hypothesis import given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
@@ -17,7 +18,6 @@ from app.core.linediff import Change, apply_changes, line_diff
 from app.core.review import Review
 from app.core.textfile import decode
 from app.core.workspace import Workspace
-from conftest import stream
 
 # Lines from a small alphabet so that texts repeat themselves (ambiguity is the hard part),
 # but never look like format markers (the formats cannot express those lines).

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import init_repo, stream
 
 from app.core.diff import HunkState, PendingDiff
 from app.core.formats import make_parser
 from app.core.journal import Journal, UndoRefused
 from app.core.review import Review
 from app.core.workspace import Workspace
-from conftest import init_repo, stream
 
 SRC = "".join(f"line {i}\n" for i in range(1, 21))
 

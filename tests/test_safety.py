@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import init_repo, stream
 
 from app.core.review import Review
 from app.core.workspace import PathRefused, Workspace
-from conftest import init_repo, stream
 
 
 def tree(root: Path) -> dict[str, bytes]:
