@@ -33,6 +33,15 @@ class Outcome:
 
 
 @dataclass
+class AcceptPlan:
+    label: str
+    writes: list[tuple[str, bytes | None, bytes | None, int | None]]  # path, before, after, mode
+    decided: list[tuple[Hunk, list[str]]]  # hunk, the lines it will write
+    outcome: Outcome
+    entry_id: str | None = None  # set once journaled and written
+
+
+@dataclass
 class _Tx:
     entry_id: str
     hunks: list[tuple[Hunk, HunkState, list[str] | None, str]]  # hunk, state, applied, note
@@ -103,8 +112,15 @@ class Review:
         return [h for h in fd.hunks if h.state in OPEN and not h.incomplete]
 
     # -- writing ---------------------------------------------------------------------------
+    # An accept runs in three steps so that the UI can keep its event loop free: `plan`
+    # (reads and merges, marks conflicts) and `commit` (hunk states) run where the pending
+    # diff lives; `execute` only touches the journal and the disk, and may run in a thread.
     def _accept(self, chosen: dict[int, list[str] | None], label: str,
                 moving: FileDiff | None = None) -> Outcome:
+        return self.commit(self.execute(self.plan(chosen, label, moving)))
+
+    def plan(self, chosen: dict[int, list[str] | None], label: str,
+             moving: FileDiff | None = None) -> AcceptPlan:
         out = Outcome()
         by_file: dict[str, list[Hunk]] = {}
         for i in chosen:
@@ -114,13 +130,12 @@ class Review:
                     out.messages.append(f"hunk #{i} is still streaming")
                 continue
             by_file.setdefault(h.path, []).append(h)
-        plan: list[tuple[str, bytes | None, bytes | None, int | None]] = []
-        decided: list[tuple[Hunk, list[str]]] = []
+        plan = AcceptPlan(label, [], [], out)
         for path, hunks in by_file.items():
             fd = self.pending.files[path]
             hunks.sort(key=lambda h: (h.base_start, h.base_end))
             try:
-                disk = self.ws.snapshot(path)
+                disk = self.ws.snapshot(path, keep_raw=True)
             except NotText as exc:
                 self._conflict(out, hunks, str(exc))
                 continue
@@ -128,30 +143,46 @@ class Review:
             if result is None:
                 continue
             merged, placed = result
-            before = self.ws.read_bytes(path) if disk.exists else None
+            before = disk.raw
             fmt = disk.fmt if disk.exists else fd.base.fmt
-            remove = fd.deleted and not merged and all(
-                h.state == HunkState.ACCEPTED or h in placed for h in fd.hunks)
+            everything = all(h.state == HunkState.ACCEPTED or h in placed for h in fd.hunks)
+            remove = fd.deleted and not merged and everything
             after = None if remove else encode(merged, fmt, disk.lines if disk.exists else None)
             target = path
-            if moving is fd and fd.move_to and all(
-                    h.state == HunkState.ACCEPTED or h in placed for h in fd.hunks):
-                plan.append((fd.move_to, self.ws.read_bytes(fd.move_to), after, disk.mode))
+            if moving is fd and fd.move_to and everything:
+                plan.writes.append((fd.move_to, self.ws.read_bytes(fd.move_to), after, disk.mode))
                 after, target = None, fd.move_to
             if after != before or target != path:
-                plan.append((path, before, after, disk.mode))
-            decided.extend((h, chosen[h.id] if chosen[h.id] is not None else h.new) for h in placed)
-        if not decided:
-            return out
-        entry = self.journal.record("accept", _label(label, decided), plan)
-        for path, _before, after, mode in plan:
+                plan.writes.append((path, before, after, disk.mode))
+            plan.decided.extend((h, chosen[h.id] if chosen[h.id] is not None else h.new) for h in placed)
+        return plan
+
+    def execute(self, plan: AcceptPlan) -> AcceptPlan:
+        """Journal, then write. Refuses (writing nothing) if a file changed since `plan`."""
+        if not plan.decided:
+            return plan
+        for path, before, _after, _mode in plan.writes:
+            if self.ws.read_bytes(path) != before:
+                plan.outcome.messages.append(f"{path} changed on disk while accepting; nothing written")
+                return plan
+        entry = self.journal.record("accept", _label(plan.label, plan.decided), plan.writes)
+        for path, _before, after, mode in plan.writes:
             if after is None:
                 self.ws.delete(path)
             else:
                 self.ws.write_atomic(path, after, mode)
-            out.written.append(path)
-        tx = _Tx(entry.id, [])
-        for h, applied in decided:
+            plan.outcome.written.append(path)
+        plan.entry_id = entry.id
+        return plan
+
+    def commit(self, plan: AcceptPlan) -> Outcome:
+        out = plan.outcome
+        if plan.entry_id is None:
+            if plan.decided:
+                self._conflict(out, [h for h, _ in plan.decided], "the file changed while accepting")
+            return out
+        tx = _Tx(plan.entry_id, [])
+        for h, applied in plan.decided:
             tx.hunks.append((h, h.state, h.applied, h.note))
             h.state, h.applied = HunkState.ACCEPTED, applied
             h.note = "" if applied == h.new else f"partly accepted ({len(applied)} lines written)"
@@ -210,26 +241,33 @@ class Review:
     # -- keeping in step with the disk -----------------------------------------------------
     def recheck(self, path: str) -> list[Hunk]:
         """After the file changed on disk: open hunks whose region was touched become
-        `stale`, untouched ones (again) `pending`. Returns the hunks whose state changed."""
+        `stale`, untouched ones (again) `pending`. Returns the hunks whose state changed.
+        The UI runs the middle step, `touched`, in a thread."""
         fd = self.pending.files.get(path)
         if fd is None:
             return []
-        try:
-            disk = self.ws.snapshot(path)
-        except NotText:
-            disk = None
         expected, shift = self.expected(fd)
-        touched: list[tuple[int, int]] = []
-        gone = disk is None or (fd.base.exists and not disk.exists)
-        if not gone:
-            touched = [(a1, a2) for a1, a2, _, _ in line_diff(expected, disk.lines if disk.exists else [])]
+        return self.apply_recheck(fd, self.touched(self.ws, fd, expected), shift)
+
+    @staticmethod
+    def touched(ws: Workspace, fd: FileDiff, expected: list[str]) -> list[tuple[int, int]] | None:
+        """Regions of `expected` changed on disk; None when the file is gone or unreadable."""
+        try:
+            disk = ws.snapshot(fd.path)
+        except NotText:
+            return None
+        if fd.base.exists and not disk.exists:
+            return None
+        return [(a1, a2) for a1, a2, _, _ in line_diff(expected, disk.lines)]
+
+    def apply_recheck(self, fd: FileDiff, touched: list[tuple[int, int]] | None, shift) -> list[Hunk]:
         flipped = []
         for h in fd.hunks:
             if h.state not in (HunkState.PENDING, HunkState.STALE):
                 continue
             d = shift(h.base_start)
             s, e = h.base_start + d, h.base_end + d
-            hit = gone or any(s <= u2 and u1 <= e for u1, u2 in touched)
+            hit = touched is None or any(s <= u2 and u1 <= e for u1, u2 in touched)
             new = HunkState.STALE if hit else HunkState.PENDING
             if new != h.state:
                 h.state = new
@@ -241,22 +279,31 @@ class Review:
     # -- undo ------------------------------------------------------------------------------
     def undo(self) -> str:
         """Revert this review's last accept, through the journal. Returns what was done."""
+        entry = self.undo_entry()
+        self.journal.undo(self.ws, entry)
+        return self.undo_commit()
+
+    def undo_entry(self):
+        """The journal entry of this review's last accept (the I/O part may run in a thread)."""
         if not self._undo:
             raise UndoRefused("nothing to undo in this session")
-        tx = self._undo[-1]
-        entry = next((e for e in self.journal.entries() if e.id == tx.entry_id), None)
+        entry = next((e for e in self.journal.entries() if e.id == self._undo[-1].entry_id), None)
         if entry is None:
             raise UndoRefused("the journal no longer holds the last accept")
-        self.journal.undo(self.ws, entry)
-        self._undo.pop()
+        return entry
+
+    def undo_commit(self) -> str:
+        """After the journal reverted the files: the hunks are open again."""
+        tx = self._undo.pop()
         for h, state, applied, note in tx.hunks:
             h.state, h.applied, h.note = state, applied, note
             self.pending.files[h.path].touch(h)
-        return entry.label
+        return _label("", [(h, []) for h, *_ in tx.hunks])
 
 
 def _label(what: str, decided: list[tuple[Hunk, list[str]]]) -> str:
     ids = ", ".join(f"#{h.id}" for h, _ in decided[:8])
     more = f" and {len(decided) - 8} more" if len(decided) > 8 else ""
     files = sorted({h.path for h, _ in decided})
-    return f"accept {what}: hunks {ids}{more} in {', '.join(files)}"
+    head = f"accept {what}: " if what else ""
+    return f"{head}hunks {ids}{more} in {', '.join(files)}"

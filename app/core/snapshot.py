@@ -16,6 +16,7 @@ class Snapshot:
     fmt: TextFormat = field(default_factory=TextFormat)
     digest: str | None = None  # sha256 of the bytes on disk, None when the file did not exist
     mode: int | None = None
+    raw: bytes | None = None  # only when asked for (Workspace.snapshot(keep_raw=True))
     _index: LineIndex | None = None
 
     @property

@@ -67,8 +67,9 @@ class Workspace:
         except FileNotFoundError:
             return None
 
-    def snapshot(self, rel: str) -> Snapshot:
-        """Read a file as a base. Raises NotText for binary, undecodable or huge files."""
+    def snapshot(self, rel: str, keep_raw: bool = False) -> Snapshot:
+        """Read a file as a base. Raises NotText for binary, undecodable or huge files.
+        `keep_raw` keeps the bytes read, for callers that must compare them later."""
         path = self.root / rel
         try:
             st = os.stat(path)
@@ -80,7 +81,8 @@ class Workspace:
         if raw is None:
             return Snapshot(rel, exists=False)
         lines, fmt = decode(raw, rel)
-        return Snapshot(rel, True, lines, fmt, digest(raw), stat.S_IMODE(st.st_mode))
+        return Snapshot(rel, True, lines, fmt, digest(raw), stat.S_IMODE(st.st_mode),
+                        raw=raw if keep_raw else None)
 
     # -- writing -------------------------------------------------------------------------
     def write_atomic(self, rel: str, data: bytes, mode: int | None = None) -> None:
