@@ -70,24 +70,40 @@ class Review:
         self._undo: list[_Tx] = []
 
     # -- choosing --------------------------------------------------------------------------
-    def accept(self, ids: Iterable[int], label: str = "") -> Outcome:
-        return self._accept({i: None for i in ids}, label)
+    # plan_* prepare an accept (see `plan`); accept_* also carry it out, in one go.
+    def plan_hunks(self, ids: Iterable[int]) -> AcceptPlan:
+        return self.plan({i: None for i in ids}, "")
 
-    def accept_lines(self, hunk_id: int, rows: Iterable[int]) -> Outcome:
+    def plan_lines(self, hunk_id: int, rows: Iterable[int]) -> AcceptPlan:
         h = self.pending.hunk(hunk_id)
-        return self._accept({hunk_id: pick_lines(h, rows)}, f"lines of hunk #{hunk_id}")
+        return self.plan({hunk_id: pick_lines(h, rows)}, f"lines of hunk #{hunk_id}")
 
-    def accept_edited(self, hunk_id: int, lines: list[str]) -> Outcome:
-        return self._accept({hunk_id: list(lines)}, f"edited hunk #{hunk_id}")
+    def plan_edited(self, hunk_id: int, lines: list[str]) -> AcceptPlan:
+        return self.plan({hunk_id: list(lines)}, f"edited hunk #{hunk_id}")
 
-    def accept_file(self, path: str) -> Outcome:
+    def plan_file(self, path: str) -> AcceptPlan:
         fd = self.pending.files[path]
-        return self._accept({h.id: None for h in self._bulk(fd)}, path, moving=fd)
+        return self.plan({h.id: None for h in self._bulk(fd)}, path, moving=fd)
 
-    def accept_all(self) -> Outcome:
+    def plan_all(self) -> AcceptPlan:
         ids = {h.id: None for fd in self.pending.files.values() for h in self._bulk(fd)}
         movers = [fd for fd in self.pending.files.values() if fd.move_to]
-        return self._accept(ids, "all", moving=movers[0] if len(movers) == 1 else None)
+        return self.plan(ids, "all", moving=movers[0] if len(movers) == 1 else None)
+
+    def accept(self, ids: Iterable[int]) -> Outcome:
+        return self._run(self.plan_hunks(ids))
+
+    def accept_lines(self, hunk_id: int, rows: Iterable[int]) -> Outcome:
+        return self._run(self.plan_lines(hunk_id, rows))
+
+    def accept_edited(self, hunk_id: int, lines: list[str]) -> Outcome:
+        return self._run(self.plan_edited(hunk_id, lines))
+
+    def accept_file(self, path: str) -> Outcome:
+        return self._run(self.plan_file(path))
+
+    def accept_all(self) -> Outcome:
+        return self._run(self.plan_all())
 
     def reject(self, ids: Iterable[int]) -> Outcome:
         out = Outcome()
@@ -115,9 +131,8 @@ class Review:
     # An accept runs in three steps so that the UI can keep its event loop free: `plan`
     # (reads and merges, marks conflicts) and `commit` (hunk states) run where the pending
     # diff lives; `execute` only touches the journal and the disk, and may run in a thread.
-    def _accept(self, chosen: dict[int, list[str] | None], label: str,
-                moving: FileDiff | None = None) -> Outcome:
-        return self.commit(self.execute(self.plan(chosen, label, moving)))
+    def _run(self, plan: AcceptPlan) -> Outcome:
+        return self.commit(self.execute(plan))
 
     def plan(self, chosen: dict[int, list[str] | None], label: str,
              moving: FileDiff | None = None) -> AcceptPlan:
@@ -282,6 +297,10 @@ class Review:
         entry = self.undo_entry()
         self.journal.undo(self.ws, entry)
         return self.undo_commit()
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._undo)
 
     def undo_entry(self):
         """The journal entry of this review's last accept (the I/O part may run in a thread)."""

@@ -1,0 +1,115 @@
+"""The rows a diff pane shows for one file: headers, context, removed and added lines, with old
+and new line numbers, in a unified or a side-by-side arrangement.
+
+Pure data, no Textual: the UI renders rows, tests check them. Rows of a hunk are cached and
+only extended while it streams (a streaming hunk only grows), so laying out a file costs in
+proportion to what changed since the last frame, not to the size of the diff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.core.diff import FileDiff, Hunk, HunkState
+
+CONTEXT = 3
+
+
+@dataclass(slots=True, frozen=True)
+class Row:
+    kind: str  # file | note | gap | hunk | ctx | del | add | pair
+    text: str = ""
+    old_no: int | None = None
+    new_no: int | None = None
+    hunk: Hunk | None = None
+    index: int = -1  # position in review.line_rows(hunk) for del/add rows (line mode)
+    right: str | None = None  # side-by-side: the new side
+    right_kind: str = ""  # side-by-side: add | ctx | "" (blank)
+    right_index: int = -1
+
+
+class _HunkCache:
+    __slots__ = ("key", "rows", "n_new")
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.rows: list[Row] = []
+        self.n_new = 0
+
+
+class FileLayout:
+    """Keeps per-hunk rows between frames for one file."""
+
+    def __init__(self, fd: FileDiff) -> None:
+        self.fd = fd
+        self._cache: dict[tuple[int, bool], _HunkCache] = {}
+
+    def rows(self, side_by_side: bool = False, context: int = CONTEXT) -> list[Row]:
+        fd = self.fd
+        base = fd.base.lines
+        out: list[Row] = [Row("file", fd.path)]
+        out += [Row("note", msg) for msg in fd.errors]
+        hunks = fd.hunks
+        if not hunks:
+            out.append(Row("note", "no changes proposed for this file"))
+            return out
+        pos = 0  # next base line not shown yet
+        shift = 0  # new-side offset from hunks above
+        live = set()
+        for k, h in enumerate(hunks):
+            lo = max(pos, h.base_start - context)
+            if lo > pos:
+                out.append(Row("gap", f"{lo - pos} unchanged lines", old_no=pos + 1, new_no=pos + 1 + shift))
+            out += _context(base, lo, h.base_start, shift, side_by_side)
+            out += self._hunk_rows(h, shift, side_by_side)
+            live.add((h.id, side_by_side))
+            shift += len(h.new) - (h.base_end - h.base_start)
+            nxt = hunks[k + 1].base_start if k + 1 < len(hunks) else len(base)
+            hi = min(nxt if nxt - h.base_end <= 2 * context else h.base_end + context, len(base))
+            out += _context(base, h.base_end, hi, shift, side_by_side)
+            pos = max(hi, h.base_end)
+        if pos < len(base):
+            out.append(Row("gap", f"{len(base) - pos} unchanged lines", old_no=pos + 1, new_no=pos + 1 + shift))
+        for key in [k for k in self._cache if k not in live]:
+            del self._cache[key]
+        return out
+
+    def _hunk_rows(self, h: Hunk, shift: int, side: bool) -> list[Row]:
+        c = self._cache.setdefault((h.id, side), _HunkCache())
+        streaming = h.state == HunkState.STREAMING
+        key = (h.state, h.incomplete, h.base_start, h.base_end, len(h.old), h.note, shift,
+               -1 if streaming else h.rev)
+        if c.key == key and not side and streaming and len(h.new) >= c.n_new:
+            # a streaming hunk only grows: add the rows of the new lines
+            start = h.base_start + shift
+            c.rows += [Row("add", t, None, start + j + 1, h, len(h.old) + j)
+                       for j, t in enumerate(h.new[c.n_new :], c.n_new)]
+            c.n_new = len(h.new)
+            return c.rows
+        if c.key == key and c.n_new == len(h.new):
+            return c.rows
+        c.key, c.n_new = key, len(h.new)
+        c.rows = [Row("hunk", "", h.base_start + 1, h.base_start + 1 + shift, h)]
+        start = h.base_start
+        if side:
+            n = max(len(h.old), len(h.new))
+            for j in range(n):
+                left = h.old[j] if j < len(h.old) else None
+                right = h.new[j] if j < len(h.new) else None
+                c.rows.append(Row(
+                    "pair", left or "", start + j + 1 if left is not None else None,
+                    start + shift + j + 1 if right is not None else None, h,
+                    j if left is not None else -1, right, "add" if right is not None else "",
+                    len(h.old) + j if right is not None else -1))
+        else:
+            c.rows += [Row("del", t, start + j + 1, None, h, j) for j, t in enumerate(h.old)]
+            c.rows += [Row("add", t, None, start + shift + j + 1, h, len(h.old) + j)
+                       for j, t in enumerate(h.new)]
+        return c.rows
+
+
+def _context(base: list[str], lo: int, hi: int, shift: int, side: bool) -> list[Row]:
+    if side:
+        return [Row("pair", base[i], i + 1, i + 1 + shift, right=base[i], right_kind="ctx")
+                for i in range(lo, hi)]
+    return [Row("ctx", base[i], i + 1, i + 1 + shift) for i in range(lo, hi)]

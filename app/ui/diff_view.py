@@ -1,0 +1,354 @@
+"""The diff pane: one file's pending diff, rendered row by row (Textual's line API).
+
+Rows come from core.layout (cached per hunk, extended while a hunk streams); each visible row
+becomes a Strip cached under everything that decides its look, so a frame re-renders only
+rows that changed. Complete hunks are syntax-highlighted with pygments; streaming ones are
+shown plain until they complete.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pygments.lexers import get_lexer_for_filename
+from pygments.util import ClassNotFound
+from rich.segment import Segment
+from rich.style import Style
+from rich.syntax import PygmentsSyntaxTheme
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from app.core.diff import FileDiff, Hunk, HunkState
+from app.core.layout import FileLayout, Row
+from app.core.review import line_rows
+
+GUTTER = 12  # "12345 12345 " old and new line numbers
+STATE_LABEL = {
+    HunkState.STREAMING: "streaming", HunkState.PENDING: "pending", HunkState.ACCEPTED: "accepted",
+    HunkState.REJECTED: "rejected", HunkState.CONFLICT: "conflict", HunkState.STALE: "stale",
+}
+
+
+@lru_cache(maxsize=64)
+def _lexer(path: str):
+    try:
+        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
+@lru_cache(maxsize=16)
+def _syntax_theme(name: str) -> PygmentsSyntaxTheme:
+    return PygmentsSyntaxTheme(name)
+
+
+@lru_cache(maxsize=20_000)
+def _tokens(path: str, text: str, theme: str) -> tuple[tuple[str, Style], ...]:
+    lexer = _lexer(path)
+    if lexer is None or not text.strip():
+        return ((text, Style()),)
+    st = _syntax_theme(theme)
+    out = []
+    for ttype, value in lexer.get_tokens(text):
+        value = value.replace("\n", "")
+        if value:
+            out.append((value, Style(color=st.get_style_for_token(ttype).color)))
+    return tuple(out)
+
+
+class DiffView(ScrollView, can_focus=True):
+    """Shows one FileDiff; keeps a hunk cursor and, in line mode, a line cursor."""
+
+    BINDINGS = [
+        Binding("j,down", "next_hunk", "Next", id="next_hunk"),
+        Binding("k,up", "prev_hunk", "Prev", id="prev_hunk", show=False),
+        Binding("y", "app.accept", "Accept", id="accept_hunk"),
+        Binding("n", "app.reject", "Reject", id="reject_hunk"),
+        Binding("Y", "app.accept_file", "Accept file", id="accept_file"),
+        Binding("N", "app.reject_file", "Reject file", id="reject_file", show=False),
+        Binding("A", "app.accept_all", "Accept all", id="accept_all"),
+        Binding("v", "line_mode", "Lines", id="line_mode"),
+        Binding("space", "pick_line", "Pick", id="pick_line"),
+        Binding("e", "app.edit_hunk", "Edit", id="edit_hunk"),
+        Binding("u", "app.undo", "Undo", id="undo"),
+        Binding("s", "side_by_side", "Split", id="side_by_side", show=False),
+        Binding("g", "first_hunk", "First", show=False),
+        Binding("G", "last_hunk", "Last", show=False),
+        Binding("pagedown", "page_down", show=False),
+        Binding("pageup", "page_up", show=False),
+    ]
+    COMPONENT_CLASSES = {
+        "diffview--file", "diffview--note", "diffview--gap", "diffview--gutter", "diffview--ctx",
+        "diffview--del", "diffview--add", "diffview--cursor", "diffview--picked", "diffview--line-cursor",
+        *(f"diffview--{s}" for s in STATE_LABEL.values()),
+    }
+    DEFAULT_CSS = """
+    DiffView { background: $surface; }
+    DiffView > .diffview--file { background: $panel; color: $text; text-style: bold; }
+    DiffView > .diffview--note { color: $warning; }
+    DiffView > .diffview--gap { color: $text-muted; }
+    DiffView > .diffview--gutter { color: $text-muted; }
+    DiffView > .diffview--ctx { color: $text; }
+    DiffView > .diffview--del { background: $diff-removed-bg; }
+    DiffView > .diffview--add { background: $diff-added-bg; }
+    DiffView > .diffview--cursor { background: $accent 25%; }
+    DiffView > .diffview--picked { background: $accent 45%; text-style: bold; }
+    DiffView > .diffview--line-cursor { text-style: reverse; }
+    DiffView > .diffview--streaming { color: $secondary; text-style: bold; }
+    DiffView > .diffview--pending { color: $text; text-style: bold; }
+    DiffView > .diffview--accepted { color: $success; text-style: bold; }
+    DiffView > .diffview--rejected { color: $text-muted; text-style: bold strike; }
+    DiffView > .diffview--conflict { color: $error; text-style: bold; }
+    DiffView > .diffview--stale { color: $warning; text-style: bold; }
+    """
+
+    class CursorMoved(Message):
+        def __init__(self, hunk: Hunk | None) -> None:
+            super().__init__()
+            self.hunk = hunk
+
+    class LeaveFile(Message):
+        """j past the last hunk / k before the first: the app moves to the next file."""
+
+        def __init__(self, step: int) -> None:
+            super().__init__()
+            self.step = step
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.fd: FileDiff | None = None
+        self.file_layout: FileLayout | None = None
+        self.rows: list[Row] = []
+        self.side_by_side = False
+        self.cursor_id: int | None = None
+        self.line_mode = False
+        self.line_cursor = 0
+        self.picked: set[int] = set()
+        self.syntax = "monokai"
+        self.message = "Ask for a change below; its pending diff appears here."
+        self._cache: dict[tuple, Strip] = {}
+        self._hunk_rows: dict[int, int] = {}  # hunk id -> index of its header row
+
+    # -- model -----------------------------------------------------------------------------
+    def show(self, fd: FileDiff | None, message: str = "") -> None:
+        if fd is not self.fd:
+            self.fd = fd
+            self.file_layout = FileLayout(fd) if fd is not None else None
+            self.cursor_id = None
+            self.line_mode = False
+            self.picked.clear()
+            self.scroll_to(0, 0, animate=False)
+        if message:
+            self.message = message
+        self.refresh_rows()
+
+    @property
+    def hunks(self) -> list[Hunk]:
+        return self.fd.hunks if self.fd is not None else []
+
+    @property
+    def hunk(self) -> Hunk | None:
+        hunks = self.hunks
+        if not hunks:
+            return None
+        for h in hunks:
+            if h.id == self.cursor_id:
+                return h
+        return hunks[0]
+
+    def refresh_rows(self) -> None:
+        """Re-layout after the pending diff changed (called at most once per frame)."""
+        if self.file_layout is None:
+            self.rows = [Row("note", self.message)]
+        else:
+            self.rows = self.file_layout.rows(self.side_by_side)
+        self._hunk_rows = {r.hunk.id: i for i, r in enumerate(self.rows) if r.kind == "hunk"}
+        h = self.hunk
+        if h is not None and self.cursor_id is None:
+            self.cursor_id = h.id
+        self.virtual_size = Size(self.size.width, len(self.rows))
+        self.refresh()
+
+    def set_syntax(self, name: str) -> None:
+        self.syntax = name
+        self._cache.clear()
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    # -- cursor ----------------------------------------------------------------------------
+    def _move(self, step: int) -> None:
+        hunks = self.hunks
+        if self.line_mode:
+            h = self.hunk
+            if h is not None:
+                n = len(line_rows(h))
+                self.line_cursor = max(0, min(n - 1, self.line_cursor + step))
+                self.refresh()
+                self._scroll_to_line()
+            return
+        if not hunks:
+            self.post_message(self.LeaveFile(step))
+            return
+        ids = [h.id for h in hunks]
+        i = ids.index(self.hunk.id) if self.hunk is not None else 0
+        j = i + step
+        if j < 0 or j >= len(ids):
+            self.post_message(self.LeaveFile(step))
+            return
+        self.select(ids[j])
+
+    def select(self, hunk_id: int | None, *, edge: str = "") -> None:
+        hunks = self.hunks
+        if edge and hunks:
+            hunk_id = hunks[0].id if edge == "first" else hunks[-1].id
+        self.cursor_id = hunk_id
+        self.line_mode = False
+        self.picked.clear()
+        self.refresh()
+        self.scroll_to_hunk()
+        self.post_message(self.CursorMoved(self.hunk))
+
+    def scroll_to_hunk(self) -> None:
+        h = self.hunk
+        if h is None or h.id not in self._hunk_rows:
+            return
+        top = self._hunk_rows[h.id]
+        height = 1 + len(h.old) + len(h.new)
+        self.scroll_to_region(Region(0, max(0, top - 3), 1, min(height + 6, self.size.height)),
+                              animate=False, immediate=True)
+
+    def _scroll_to_line(self) -> None:
+        h = self.hunk
+        if h is None or h.id not in self._hunk_rows:
+            return
+        y = self._hunk_rows[h.id] + 1 + (self.line_cursor if not self.side_by_side else 0)
+        self.scroll_to_region(Region(0, y, 1, 1), animate=False, immediate=True)
+
+    def action_next_hunk(self) -> None:
+        self._move(1)
+
+    def action_prev_hunk(self) -> None:
+        self._move(-1)
+
+    def action_first_hunk(self) -> None:
+        self.select(None, edge="first")
+
+    def action_last_hunk(self) -> None:
+        self.select(None, edge="last")
+
+    def action_line_mode(self) -> None:
+        h = self.hunk
+        if self.line_mode or h is None or h.state == HunkState.STREAMING:
+            self.line_mode = False
+        else:
+            self.side_by_side = False
+            self.refresh_rows()
+            self.line_mode, self.line_cursor = True, 0
+            self.picked.clear()
+        self.refresh()
+        self.app.refresh_bindings()
+
+    def action_pick_line(self) -> None:
+        if self.line_mode:
+            self.picked ^= {self.line_cursor}
+            self._move(1)
+            self.refresh()
+
+    def action_side_by_side(self) -> None:
+        self.side_by_side = not self.side_by_side
+        self.line_mode = False
+        self.refresh_rows()
+        self.scroll_to_hunk()
+
+    # -- rendering -------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        i = int(self.scroll_offset.y) + y
+        width = self.scrollable_content_region.width
+        if i >= len(self.rows):
+            return Strip.blank(width, self.rich_style)
+        row = self.rows[i]
+        h = row.hunk
+        current = h is not None and h.id == (self.hunk.id if self.hunk else None)
+        line_cur = picked = False
+        if current and self.line_mode and row.index >= 0:
+            line_cur = row.index == self.line_cursor
+            picked = row.index in self.picked
+        state = h.state if h is not None else None
+        key = (row, width, current, line_cur, picked, state, self.side_by_side, self.syntax,
+               h.incomplete if h is not None else None, h.note if h is not None else None)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._render_row(row, width, current, line_cur, picked)
+            if len(self._cache) > 4000:
+                self._cache.clear()
+            self._cache[key] = strip
+        return strip
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"diffview--{name}")
+
+    def _render_row(self, row: Row, width: int, current: bool, line_cur: bool, picked: bool) -> Strip:
+        base = self.rich_style
+        kind = row.kind
+        if kind == "file":
+            return Strip([Segment(f" {row.text}", self._style("file"))]).extend_cell_length(width, self._style("file"))
+        if kind == "note":
+            return Strip([Segment(f" {row.text}", self._style("note"))]).extend_cell_length(width, base)
+        if kind == "gap":
+            text = f"{'':>{GUTTER}}   ⋯ {row.text}"
+            return Strip([Segment(text, self._style("gap"))]).extend_cell_length(width, base)
+        h = row.hunk
+        bar = Segment("▌" if current else " ", self._style("cursor") if current else base)
+        if kind == "hunk":
+            assert h is not None
+            label = STATE_LABEL[h.state]
+            if h.incomplete:
+                label += " · incomplete"
+            style = self._style(h.state.value)
+            text = (f" #{h.id} {label}   -{h.base_start + 1},{h.base_end - h.base_start} "
+                    f"+{row.new_no},{len(h.new)}" + (f"   {h.note}" if h.note else ""))
+            head = self._style("cursor") + style if current else style
+            return Strip([bar, Segment(" " * GUTTER, base), Segment(text, head)]).extend_cell_length(
+                width, head if current else base)
+        if kind == "pair":
+            half = max(10, (width - 1) // 2)
+            left = self._half(row.text, row.old_no, "del" if row.index >= 0 else ("ctx" if row.right_kind == "ctx" else ""),
+                              h, half - 1)
+            right = self._half(row.right or "", row.new_no, row.right_kind if row.right is not None else "", h,
+                               width - half - 1)
+            return Strip([bar, *left, Segment("│", self._style("gutter")), *right]).crop_extend(0, width, base)
+        style = self._style(kind)
+        if picked:
+            style = style + self._style("picked")
+        gutter = f"{_no(row.old_no)} {_no(row.new_no)} "
+        sign = {"del": "-", "add": "+"}.get(kind, " ")
+        if picked:
+            sign = "✓"
+        segs = [bar, Segment(gutter, self._style("gutter")), Segment(f"{sign} ", style)]
+        segs += self._code(row.text, style, h)
+        strip = Strip(segs).crop_extend(0, width, style if kind in ("del", "add") else base)
+        if line_cur:
+            strip = strip.apply_style(self._style("line-cursor"))
+        return strip
+
+    def _half(self, text: str, no: int | None, kind: str, h: Hunk | None, width: int) -> list[Segment]:
+        if not kind:
+            return [Segment(" " * width, self.rich_style)]
+        style = self._style(kind)
+        segs = [Segment(f"{_no(no)} ", self._style("gutter")), *self._code(text, style, h)]
+        return list(Strip(segs).crop_extend(0, width, style if kind != "ctx" else self.rich_style))
+
+    def _code(self, text: str, style: Style, h: Hunk | None) -> list[Segment]:
+        if self.fd is None or (h is not None and h.state == HunkState.STREAMING):
+            return [Segment(text, style)]  # highlighted once the hunk is complete
+        return [Segment(t, style + s) for t, s in _tokens(self.fd.path, text, self.syntax)]
+
+
+def _no(n: int | None) -> str:
+    return f"{n:>5}" if n is not None else "     "

@@ -1,0 +1,161 @@
+"""The file tree: the workspace's files (as git sees them), with badges.
+
+Nodes are created lazily, when their folder is expanded, so a 50,000-file repository paints
+at once. Badges: git status (M/A/D/R/?), ●n pending hunks, ◆ in the model's context, + a file
+the proposal creates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+# badge -> theme colour, so badges read well in light and high-contrast themes too
+BADGE_COLOR = {"M": "warning", "A": "success", "+": "success", "D": "error", "R": "secondary",
+               "?": "secondary", "pending": "accent", "context": "primary"}
+
+
+class FileTree(Tree[str]):
+    BINDINGS = [
+        Binding("c", "toggle_context", "Context ±", id="toggle_context"),
+    ]
+
+    class ToggleContext(Message):
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
+    def __init__(self, name: str, *, id: str | None = None) -> None:
+        super().__init__(name, data="", id=id)
+        self.show_root = False
+        self.guide_depth = 2
+        self._dirs: dict[str, tuple[list[str], list[str]]] = {"": ([], [])}
+        self._by_path: dict[str, TreeNode[str]] = {"": self.root}
+        self._filled: set[str] = set()
+        self.git: dict[str, str] = {}
+        self.pending: dict[str, int] = {}
+        self.created: set[str] = set()
+        self.context: set[str] = set()
+
+    # -- structure -------------------------------------------------------------------------
+    def load(self, files: Iterable[str]) -> None:
+        dirs: dict[str, tuple[list[str], list[str]]] = {"": ([], [])}
+        for path in sorted(set(files)):
+            parts = path.split("/")
+            parent = ""
+            for part in parts[:-1]:
+                d = f"{parent}{part}/"
+                if d not in dirs:
+                    dirs[d] = ([], [])
+                    dirs[parent][0].append(d)
+                parent = d
+            dirs[parent][1].append(path)
+        if dirs == self._dirs:
+            return
+        self._dirs = dirs
+        for d in sorted(self._filled, key=len):
+            node = self._by_path.get(d)
+            if node is not None:
+                self._fill(d, node, refill=True)
+        if "" not in self._filled:
+            self._fill("", self.root)
+
+    def _fill(self, d: str, node: TreeNode[str], refill: bool = False) -> None:
+        subdirs, files = self._dirs.get(d, ([], []))
+        if refill:
+            existing = {c.data for c in node.children}
+            if existing == set(subdirs) | set(files):
+                return
+            expanded = {p for p in self._filled if p.startswith(d) and p != d}
+            node.remove_children()
+            self._filled -= expanded
+        for sub in subdirs:
+            child = node.add(self._label(sub), data=sub, allow_expand=True)
+            self._by_path[sub] = child
+        for f in files:
+            self._by_path[f] = node.add_leaf(self._label(f), data=f)
+        self._filled.add(d)
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[str]) -> None:
+        d = event.node.data
+        if d and d.endswith("/") and d not in self._filled:
+            self._fill(d, event.node)
+
+    def reveal(self, path: str) -> None:
+        """Expand the folders leading to `path` and put the cursor on it."""
+        parent = ""
+        for part in path.split("/")[:-1]:
+            parent = f"{parent}{part}/"
+            node = self._by_path.get(parent)
+            if node is None:
+                return
+            if parent not in self._filled:
+                self._fill(parent, node)
+            node.expand()
+        node = self._by_path.get(path)
+        if node is not None:
+            self.call_after_refresh(self.move_cursor, node)
+
+    # -- badges ----------------------------------------------------------------------------
+    def set_badges(self, *, git: dict[str, str] | None = None, pending: dict[str, int] | None = None,
+                   created: set[str] | None = None, context: set[str] | None = None) -> None:
+        changed: set[str] = set()
+        for name, new in (("git", git), ("pending", pending), ("created", created), ("context", context)):
+            if new is None:
+                continue
+            old = getattr(self, name)
+            keys = set(old) | set(new)
+            changed |= {k for k in keys if (k in old) != (k in new) or (
+                isinstance(old, dict) and old.get(k) != new.get(k))}
+            setattr(self, name, new)
+        for path in changed:
+            self._relabel(path)
+            parent = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+            while parent:  # folders show that something inside them is pending
+                self._relabel(parent)
+                parent = parent[:-1].rsplit("/", 1)[0] + "/" if "/" in parent[:-1] else ""
+
+    def _relabel(self, path: str) -> None:
+        node = self._by_path.get(path)
+        if node is not None:
+            node.set_label(self._label(path))
+
+    def _label(self, path: str) -> Text:
+        is_dir = path.endswith("/")
+        name = path.rstrip("/").rsplit("/", 1)[-1] + ("/" if is_dir else "")
+        text = Text()
+        if is_dir:
+            text.append(name, "bold")
+            if any(p.startswith(path) for p in self.pending):
+                text.append(" ●", self._color("pending", bold=True))
+            return text
+        badge = "+" if path in self.created else self.git.get(path)
+        text.append(name, self._color(badge) if badge else "")
+        if badge:
+            text.append(f" {badge}", self._color(badge))
+        if self.pending.get(path):
+            text.append(f" ●{self.pending[path]}", self._color("pending", bold=True))
+        if path in self.context:
+            text.append(" ◆", self._color("context", bold=True))
+        return text
+
+    def _color(self, badge: str, bold: bool = False) -> str:
+        theme = self.app.current_theme
+        color = getattr(theme, BADGE_COLOR.get(badge, "accent"), None) or theme.primary
+        return f"bold {color}" if bold else color
+
+    def relabel_all(self) -> None:
+        """After a theme change."""
+        for path in list(self._by_path):
+            if path:
+                self._relabel(path)
+
+    def action_toggle_context(self) -> None:
+        node = self.cursor_node
+        if node is not None and node.data and not node.data.endswith("/"):
+            self.post_message(self.ToggleContext(node.data))

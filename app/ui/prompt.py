@@ -1,0 +1,100 @@
+"""The prompt: Enter sends (or redirects while the model streams), Tab queues a follow-up or
+completes an `@path`, with fuzzy matching over the repository's files."""
+
+from __future__ import annotations
+
+import re
+
+from textual.binding import Binding
+from textual.message import Message
+from textual.suggester import Suggester
+from textual.widgets import Input
+
+AT_TOKEN = re.compile(r"(?:^|\s)@(\S*)$")
+
+
+def fuzzy_score(query: str, path: str) -> float | None:
+    """Higher is better; None when `query`'s characters do not all occur in order."""
+    if not query:
+        return None
+    q, p = query.lower(), path.lower()
+    pos, score, last = 0, 0.0, -2
+    base_start = p.rfind("/") + 1
+    for ch in q:
+        i = p.find(ch, pos)
+        if i < 0:
+            return None
+        score += 3 if i == last + 1 else 1  # runs of matching characters
+        if i >= base_start:
+            score += 1  # matches in the file name count more than in folders
+        last, pos = i, i + 1
+    if p[base_start:].startswith(q) or p.startswith(q):
+        score += 5
+    return score - len(p) * 0.01
+
+
+def complete(query: str, files: list[str]) -> str | None:
+    best, best_score = None, None
+    for f in files:
+        s = fuzzy_score(query, f)
+        if s is not None and (best_score is None or s > best_score):
+            best, best_score = f, s
+    return best
+
+
+class _PrefixSuggester(Suggester):
+    """Ghost text when the best match extends what was typed."""
+
+    def __init__(self, prompt: PromptInput) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self.prompt = prompt
+
+    async def get_suggestion(self, value: str) -> str | None:
+        m = AT_TOKEN.search(value)
+        if m is None or not m.group(1):
+            return None
+        best = complete(m.group(1), self.prompt.files)
+        if best and best.startswith(m.group(1)) and best != m.group(1):
+            return value + best[len(m.group(1)):]
+        return None
+
+
+class PromptInput(Input):
+    BINDINGS = [
+        Binding("tab", "tab", "Queue / complete", id="queue", priority=True),
+    ]
+
+    class Queue(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(placeholder="Ask for a change…  (@path adds a file, Enter sends)", id=id)
+        self.files: list[str] = []
+        self.suggester = _PrefixSuggester(self)
+        self.completion: str | None = None  # best @path match for the token being typed
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        m = AT_TOKEN.search(self.value[: self.cursor_position])
+        self.completion = complete(m.group(1), self.files) if m and m.group(1) else None
+
+    def action_tab(self) -> None:
+        if self.completion is not None:
+            m = AT_TOKEN.search(self.value[: self.cursor_position])
+            if m is not None:
+                head = self.value[: self.cursor_position - len(m.group(1))]
+                tail = self.value[self.cursor_position :]
+                self.value = f"{head}{self.completion} {tail.lstrip()}"
+                self.cursor_position = len(head) + len(self.completion) + 1
+                self.completion = None
+                return
+        if self.value.strip():
+            self.post_message(self.Queue(self.value))
+            return
+        self.screen.focus_next()
+
+
+def at_paths(text: str) -> list[str]:
+    """The `@path` mentions in a message."""
+    return [m.group(1).rstrip(".,;:!?)") for m in re.finditer(r"(?:^|\s)@(\S+)", text)]

@@ -1,0 +1,95 @@
+"""Modal screens: the key help, and the inline hunk editor (used when $EDITOR is not set)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static, TextArea
+
+from app.core.diff import Hunk
+
+# (section, action id, what it does) — keys are looked up live, so rebinding shows here
+HELP = [
+    ("Prompt", "send", "send the message; while the model streams: redirect it"),
+    ("Prompt", "queue", "queue the message as a follow-up (or complete an @path)"),
+    ("Prompt", "interrupt", "stop the model now; in an empty prompt: go to the diff"),
+    ("Review", "next_hunk", "next hunk (past the last: next file)"),
+    ("Review", "prev_hunk", "previous hunk"),
+    ("Review", "accept_hunk", "accept the hunk (in line mode: the picked lines)"),
+    ("Review", "reject_hunk", "reject the hunk"),
+    ("Review", "accept_file", "accept every open hunk of the file"),
+    ("Review", "reject_file", "reject every open hunk of the file"),
+    ("Review", "accept_all", "accept every open hunk of every file"),
+    ("Review", "line_mode", "line mode: pick single lines of the hunk"),
+    ("Review", "pick_line", "in line mode: pick / unpick the line"),
+    ("Review", "edit_hunk", "edit the hunk ($EDITOR, or inline) and accept the result"),
+    ("Review", "undo", "undo the last accept (journaled; works without git)"),
+    ("Review", "side_by_side", "unified / side-by-side view"),
+    ("Files", "toggle_context", "add / remove the file from the model's context"),
+    ("App", "focus_prompt", "go to the prompt"),
+    ("App", "focus_files", "go to the file tree"),
+    ("App", "focus_diff", "go to the diff"),
+    ("App", "theme", "next theme (remembered)"),
+    ("App", "help", "this help"),
+    ("App", "command_palette", "every command, searchable"),
+    ("App", "quit", "quit"),
+]
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+
+    def __init__(self, keys: dict[str, str]) -> None:
+        super().__init__()
+        self.keys = keys
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold")
+        table.add_column(style="bold")
+        table.add_column()
+        section = ""
+        for sec, action, what in HELP:
+            table.add_row(Text(sec if sec != section else "", style="italic"),
+                          self.keys.get(action, "—"), what)
+            section = sec
+        with Vertical(id="help"):
+            yield Label("steer — keys", id="help-title")
+            with VerticalScroll():
+                yield Static(table)
+            yield Label("Rebind any of these in ~/.config/steer/config.toml under [keys]; "
+                        "Esc closes.", id="help-foot")
+
+
+class HunkEditor(ModalScreen[list[str] | None]):
+    """Edit a hunk's new lines before accepting them. Ctrl+S accepts, Esc cancels."""
+
+    BINDINGS = [Binding("ctrl+s", "save", "Accept edited", priority=True),
+                Binding("escape", "cancel", "Cancel", priority=True)]
+
+    def __init__(self, hunk: Hunk, language: str | None) -> None:
+        super().__init__()
+        self.hunk = hunk
+        self.language = language
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="editor"):
+            yield Label(f"Edit hunk #{self.hunk.id} in {self.hunk.path} — Ctrl+S accepts, Esc cancels",
+                        id="editor-title")
+            area = TextArea("\n".join(self.hunk.new), id="editor-area", show_line_numbers=True)
+            if self.language:
+                try:
+                    area.language = self.language
+                except Exception:  # no tree-sitter grammar installed: plain text still edits
+                    pass
+            yield area
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one(TextArea).text.split("\n"))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,72 @@
+"""Themes: the built-in ones (themes/*.toml), the user's (<config dir>/themes/*.toml), and
+the remembered choice."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from importlib.resources import files
+from pathlib import Path
+
+from textual.theme import Theme
+
+from app.config import config_dir
+
+DEFAULT = "steer-dark"
+DIFF_DEFAULTS = {"diff-added-bg": "#1f3a26", "diff-removed-bg": "#45222a", "syntax": "monokai"}
+_FIELDS = {"name", "primary", "secondary", "warning", "error", "success", "accent", "foreground",
+           "background", "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha"}
+
+
+def stylesheet() -> Path:
+    return Path(str(files("app.themes").joinpath("steer.tcss")))
+
+
+def _theme(data: dict, origin: str) -> Theme:
+    unknown = set(data) - _FIELDS - {"variables"}
+    if unknown or "name" not in data or "primary" not in data:
+        raise ValueError(f"{origin}: a theme needs name and primary; unknown keys: {sorted(unknown)}")
+    variables = {**DIFF_DEFAULTS, **{k: str(v) for k, v in (data.get("variables") or {}).items()}}
+    return Theme(**{k: v for k, v in data.items() if k != "variables"}, variables=variables)
+
+
+def load_themes() -> tuple[list[Theme], list[str]]:
+    """(themes, problems): built-ins first, then user themes; a broken user theme is skipped
+    with a message instead of stopping the app."""
+    themes, problems = [], []
+    for entry in sorted(files("app.themes").iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".toml"):
+            themes.append(_theme(tomllib.loads(entry.read_text()), entry.name))
+    user = config_dir() / "themes"
+    for path in sorted(user.glob("*.toml")) if user.is_dir() else ():
+        try:
+            themes.append(_theme(tomllib.loads(path.read_text()), str(path)))
+        except (ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
+            problems.append(f"theme {path.name} skipped: {exc}")
+    return themes, problems
+
+
+def _state_file() -> Path:
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return base / "steer" / "ui.json"
+
+
+def remembered_theme() -> str | None:
+    try:
+        return json.loads(_state_file().read_text()).get("theme")
+    except (OSError, ValueError):
+        return None
+
+
+def remember_theme(name: str) -> None:
+    path = _state_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = json.loads(path.read_text()) if path.exists() else {}
+        state["theme"] = name
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass  # an unwritable state dir costs the memory of a theme, nothing more

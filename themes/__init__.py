@@ -1,0 +1,1 @@
+"""steer's stylesheet and built-in themes (installed as the package `app.themes`)."""
