@@ -155,37 +155,24 @@ class SteerApp(App):
         """Everything that arrived since the last frame, rendered once."""
         session = self.session
         changed = False
-        turn = session.turn
         stream = self.query_one("#stream", StreamView)
-        if turn is not self._turn and turn is not None:
-            self._begin_turn_view(turn, stream)
-            changed = True
-        if turn is not None and self._chunk_i < len(turn.chunks):
-            stream.write("".join(turn.chunks[self._chunk_i :]))
-            self._chunk_i = len(turn.chunks)
+        turn = session.turn
+        # the last chunks of the turn on screen first (a redirect ends it between frames)
+        if self._turn is not None and self._chunk_i < len(self._turn.chunks):
+            stream.write("".join(self._turn.chunks[self._chunk_i :]))
+            self._chunk_i = len(self._turn.chunks)
             changed = True
         pending = session.pending
         if pending is not None:
-            if pending is not self._pending:
-                self._pending, self._prose_i, self._errors_i, self._last_prose = pending, 0, 0, None
-                self.query_one("#explanation", StreamView).clear()
-                self.follow = True
-            if self._prose_i < len(pending.prose):
-                expl = self.query_one("#explanation", StreamView)
-                for line in pending.prose[self._prose_i :]:
-                    if line.strip() or (self._last_prose and self._last_prose.strip()):
-                        expl.write_line(line)  # runs of blank lines collapse to one
-                    self._last_prose = line
-                self._prose_i = len(pending.prose)
-            if self._errors_i < len(pending.errors):
-                expl = self.query_one("#explanation", StreamView)
-                for err in pending.errors[self._errors_i :]:
-                    expl.write_line(f"⚠ {err.message}", "error")
-                self._errors_i = len(pending.errors)
-            dirty = pending.take_dirty()
-            if dirty:
-                self._sync_diff(pending, dirty)
-                changed = True
+            changed |= self._sync_pending(pending)
+        if turn is not self._turn and turn is not None:
+            if self._turn is not None and not self._turn.live and self._was_live:
+                self._turn_ended(self._turn, superseded=True)
+            self._begin_turn_view(turn, stream)
+            changed = True
+            if self._chunk_i < len(turn.chunks):
+                stream.write("".join(turn.chunks[self._chunk_i :]))
+                self._chunk_i = len(turn.chunks)
         live = turn is not None and turn.live
         if self._was_live and not live and turn is not None:
             self._turn_ended(turn)
@@ -197,17 +184,46 @@ class SteerApp(App):
             if self.on_frame is not None:
                 self.on_frame()
 
+    def _sync_pending(self, pending: PendingDiff) -> bool:
+        changed = False
+        if pending is not self._pending:
+            self._pending, self._prose_i, self._errors_i, self._last_prose = pending, 0, 0, None
+            self.query_one("#explanation", StreamView).clear()
+            self.follow = True
+        expl = self.query_one("#explanation", StreamView)
+        if self._prose_i < len(pending.prose):
+            for line in pending.prose[self._prose_i :]:
+                if line.strip() or (self._last_prose and self._last_prose.strip()):
+                    expl.write_line(line)  # runs of blank lines collapse to one
+                self._last_prose = line
+            self._prose_i = len(pending.prose)
+            changed = True
+        if self._errors_i < len(pending.errors):
+            for err in pending.errors[self._errors_i :]:
+                expl.write_line(f"⚠ {err.message}", "error")
+            self._errors_i = len(pending.errors)
+            changed = True
+        dirty = pending.take_dirty()
+        if dirty:
+            self._sync_diff(pending, dirty)
+            changed = True
+        return changed
+
     def _begin_turn_view(self, turn: Turn, stream: StreamView) -> None:
         if self._turn is not None:
             stream.write_line("")
+            self._was_live = False
         label = {"redirect": "↪ redirect", "follow-up": "› follow-up", "ask": "›"}[turn.kind]
         stream.write_line(f"{label} {turn.instruction}", "user")
+        expl = self.query_one("#explanation", StreamView)
+        if turn.kind != "ask" and expl.text.strip():
+            expl.write_line(f"── {label}: {turn.instruction}", "dim")
         self._turn, self._chunk_i = turn, 0
         self._was_live = True
         self.refresh_bindings()
         self._render_queue()
 
-    def _turn_ended(self, turn: Turn) -> None:
+    def _turn_ended(self, turn: Turn, superseded: bool = False) -> None:
         stream = self.query_one("#stream", StreamView)
         if turn.state == "interrupted":
             stream.write_line("■ interrupted", "dim")
@@ -219,6 +235,8 @@ class SteerApp(App):
         self.refresh_bindings()
         self._render_queue()
         prompt = self.query_one(PromptInput)
+        if superseded:  # a redirect or a queued follow-up took over: keep the user where they are
+            return
         if turn.state == "done" or (turn.state == "interrupted" and not prompt.value):
             diff = self.query_one(DiffView)
             diff.focus()
@@ -245,7 +263,10 @@ class SteerApp(App):
             if streaming and diff.fd is not None and streaming[-1].path == diff.fd.path:
                 diff.cursor_id = streaming[-1].id
                 diff.refresh_rows()
-                diff.scroll_end(animate=False, immediate=True) if streaming[-1] is diff.hunks[-1] else diff.scroll_to_hunk()
+                if streaming[-1] is diff.hunks[-1]:
+                    diff.scroll_end(animate=False, immediate=True, force=True)
+                else:
+                    diff.scroll_to_hunk()
                 return
         if self.selected is None and pending.files:
             self._select(next(iter(pending.files)), None, manual=False)

@@ -221,14 +221,14 @@ class DiffView(ScrollView, can_focus=True):
         top = self._hunk_rows[h.id]
         height = 1 + len(h.old) + len(h.new)
         self.scroll_to_region(Region(0, max(0, top - 3), 1, min(height + 6, self.size.height)),
-                              animate=False, immediate=True)
+                              animate=False, immediate=True, force=True)
 
     def _scroll_to_line(self) -> None:
         h = self.hunk
         if h is None or h.id not in self._hunk_rows:
             return
         y = self._hunk_rows[h.id] + 1 + (self.line_cursor if not self.side_by_side else 0)
-        self.scroll_to_region(Region(0, y, 1, 1), animate=False, immediate=True)
+        self.scroll_to_region(Region(0, y, 1, 1), animate=False, immediate=True, force=True)
 
     def action_next_hunk(self) -> None:
         self._move(1)

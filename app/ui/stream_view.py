@@ -108,7 +108,7 @@ class StreamView(ScrollView, can_focus=True):
         self.virtual_size = Size(width, len(self._rows))
         self.refresh_lines(start_row, max(1, len(self._rows) - start_row))
         if at_end:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
 
     # -- rendering -------------------------------------------------------------------------
     def on_resize(self) -> None:
