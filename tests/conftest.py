@@ -65,3 +65,103 @@ def stream(ws: Workspace, answer: str, *, fmt: str = "search_replace", context: 
     pending.feed(parser.finish(complete))
     pending.finish()
     return pending
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory, monkeypatch):
+    """No test reads or writes the real user's config, themes or remembered state."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+    for var in ("STEER_PROVIDER", "STEER_BASE_URL", "STEER_MODEL", "STEER_API_KEY", "STEER_FORMAT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+CALC = '''"""A tiny calculator."""
+
+
+def add(a, b):
+    return a + b
+
+
+def sub(a, b):
+    return a - b
+
+
+def mul(a, b):
+    return a * b
+
+
+def div(a, b):
+    return a / b
+
+
+def main():
+    print(add(1, 2), sub(3, 1), mul(2, 3), div(8, 2))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+# A model's answer to "add type hints" for CALC: three search/replace blocks.
+CALC_ANSWER = '''I'll add type hints and guard against division by zero.
+
+calc.py
+```python
+<<<<<<< SEARCH
+def add(a, b):
+    return a + b
+=======
+def add(a: float, b: float) -> float:
+    return a + b
+>>>>>>> REPLACE
+```
+
+calc.py
+```python
+<<<<<<< SEARCH
+def div(a, b):
+    return a / b
+=======
+def div(a: float, b: float) -> float:
+    if b == 0:
+        raise ZeroDivisionError("b must not be zero")
+    return a / b
+>>>>>>> REPLACE
+```
+
+calc.py
+```python
+<<<<<<< SEARCH
+def main():
+    print(add(1, 2), sub(3, 1), mul(2, 3), div(8, 2))
+=======
+def main() -> None:
+    print(add(1, 2), sub(3, 1), mul(2, 3), div(8, 2))
+>>>>>>> REPLACE
+```
+
+The division now fails loudly instead of returning inf.
+'''
+
+# What a second answer (after a redirect or a follow-up) says.
+SUB_ANSWER = '''Now sub, as asked.
+
+calc.py
+```python
+<<<<<<< SEARCH
+def sub(a, b):
+    return a - b
+=======
+def sub(a: float, b: float) -> float:
+    return a - b
+>>>>>>> REPLACE
+```
+'''
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A small repository named `demo` (the name shows in the app's header)."""
+    return init_repo(tmp_path / "demo", {"calc.py": CALC, "README.md": "# Demo\n\nA calculator.\n"})

@@ -5,7 +5,6 @@ request reaches the server to the moment the file is on disk (its mtime)."""
 from __future__ import annotations
 
 import argparse as argparse_module
-import asyncio
 import os
 import random
 import shutil
@@ -13,11 +12,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from app.server.chat_server import ChatServer, split_tokens
+from app.server.chat_server import ServerThread, split_tokens
 
 
 def argparse_answer(lines: list[str], edits: int, seed: int = 3) -> str:
@@ -46,35 +44,12 @@ def argparse_answer(lines: list[str], edits: int, seed: int = 3) -> str:
     return "".join(parts)
 
 
-class _ServerThread:
-    def __init__(self, answer: str) -> None:
-        self.server = ChatServer(replay=answer, rate=0)
-        self.loop = asyncio.new_event_loop()
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._main, daemon=True)
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(self.server.start())
-        self.ready.set()
-        self.loop.run_forever()
-
-    def __enter__(self) -> ChatServer:
-        self.thread.start()
-        self.ready.wait(10)
-        return self.server
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
 def run(repeat: int = 5, edits: int = 65) -> dict:
     src = Path(argparse_module.__file__).read_text()
     answer = argparse_answer(src.split("\n"), edits)
     steer = [sys.executable, "-m", "app"]
     results = []
-    with tempfile.TemporaryDirectory() as tmp, _ServerThread(answer) as server:
+    with tempfile.TemporaryDirectory() as tmp, ServerThread(replay=answer, rate=0) as server:
         repo = Path(tmp)
         shutil.copy(argparse_module.__file__, repo / "argparse.py")
         for cmd in (["init", "-q"], ["add", "."], ["-c", "user.name=b", "-c", "user.email=b@b",

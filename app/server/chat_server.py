@@ -18,6 +18,7 @@ import asyncio
 import json
 import re
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -38,10 +39,12 @@ def split_tokens(text: str) -> list[str]:
 class Faults:
     drop_after: int | None = None  # close the connection mid-answer, no finish, no [DONE]
     stall_after: int | None = None  # stop sending, keep the connection open
+    stall_seconds: float = 3600.0  # ... for this long, then go on
     status: int | None = None  # answer with this HTTP status instead (429 gets Retry-After)
     retry_after: float = 0.0
     malformed_after: int | None = None  # send a chunk that is not JSON
     fail_first: int = 0  # fail only this many requests with `status`, then serve normally
+    only_first: int = 0  # the stream faults (drop, stall, malformed) hit only the first N requests
 
 
 @dataclass
@@ -57,10 +60,13 @@ def _chunk(cid: str, model: str, created: int, delta: dict, finish: str | None =
 
 
 class ChatServer:
-    def __init__(self, *, replay: str | None = None, rate: float = 0.0, model_path: str | None = None,
-                 faults: Faults | None = None, host: str = "127.0.0.1", port: int = 0,
-                 model_name: str | None = None) -> None:
-        self.replay_tokens = split_tokens(replay) if replay is not None else None
+    def __init__(self, *, replay: str | list[str] | None = None, rate: float = 0.0,
+                 model_path: str | None = None, faults: Faults | None = None, host: str = "127.0.0.1",
+                 port: int = 0, model_name: str | None = None) -> None:
+        # a list of answers is served one per request, the last one repeating
+        answers = [replay] if isinstance(replay, str) else replay
+        self.replays = [split_tokens(a) for a in answers] if answers else None
+        self.replay_tokens = self.replays[0] if self.replays else None
         self.rate = rate
         self.model_path = model_path
         self.faults = faults or Faults()
@@ -100,6 +106,8 @@ class ChatServer:
                                                 "type": "invalid_request_error"}}, 400)
         self.stats.bodies.append(body)
         self._served += 1
+        if self.replays:
+            self.replay_tokens = self.replays[min(self._served, len(self.replays)) - 1]
         f = self.faults
         if f.status and (f.fail_first == 0 or self._served <= f.fail_first):
             headers = {"Retry-After": f"{f.retry_after:g}"} if f.status == 429 else {}
@@ -118,14 +126,16 @@ class ChatServer:
                 "created": int(time.time()), "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "finish_reason": "stop"}]})
+        if f.only_first and self._served > f.only_first:
+            f = Faults()
         return HttpResponse(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
-                            stream=self._sse(tokens, model, include_usage),
+                            stream=self._sse(tokens, model, include_usage, f),
                             close=f.drop_after is not None)
 
-    async def _sse(self, tokens: AsyncIterator[str], model: str, include_usage: bool) -> AsyncIterator[bytes]:
+    async def _sse(self, tokens: AsyncIterator[str], model: str, include_usage: bool,
+                   f: Faults) -> AsyncIterator[bytes]:
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         created = int(time.time())
-        f = self.faults
         yield _chunk(cid, model, created, {"role": "assistant", "content": ""})
         n = 0
         batch: list[bytes] = []
@@ -138,9 +148,10 @@ class ChatServer:
             if f.drop_after is not None and n >= f.drop_after:
                 yield b"".join(batch)
                 return
-            if f.stall_after is not None and n >= f.stall_after:
+            if f.stall_after is not None and n == f.stall_after:
                 yield b"".join(batch)
-                await asyncio.sleep(3600)
+                batch = []
+                await asyncio.sleep(f.stall_seconds)
             if f.malformed_after is not None and n >= f.malformed_after:
                 batch.append(b"data: {\"choices\": [{\"delta\": {\"content\": \"x\n\n")
                 yield b"".join(batch)
@@ -193,6 +204,34 @@ class ChatServer:
                     raise RuntimeError(ev.message)
         finally:
             await stream.aclose()  # the client left: stop the model
+
+
+class ServerThread:
+    """A ChatServer on its own event loop in a background thread: for synchronous callers
+    (benchmarks, snapshot tests) that need a real server while they block."""
+
+    def __init__(self, **kwargs: object) -> None:
+        self.server = ChatServer(**kwargs)  # type: ignore[arg-type]
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="steer-chat-server", daemon=True)
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self.server.start())
+        self._ready.set()
+        self.loop.run_forever()
+
+    def __enter__(self) -> ChatServer:
+        self._thread.start()
+        if not self._ready.wait(60):
+            raise RuntimeError("the loopback server did not start")
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
 
 
 def main(argv: list[str]) -> int:

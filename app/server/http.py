@@ -73,6 +73,8 @@ class HttpServer:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             return  # the client went away or spoke nonsense: nothing to answer
+        except asyncio.CancelledError:
+            return  # the server is closing: end this connection quietly
         finally:
             writer.close()
             with contextlib.suppress(Exception):

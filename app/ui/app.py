@@ -17,6 +17,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Header, Input, ListItem, ListView, Static
 
 from app.config import Settings
@@ -70,7 +71,7 @@ class SteerApp(App):
     ]
 
     def __init__(self, root: Path, provider: Provider, settings: Settings | None = None, *,
-                 context: Iterable[str] = (), watch_files: bool = True) -> None:
+                 context: Iterable[str] = (), watch_files: bool = True, blink: bool = True) -> None:
         super().__init__()
         self.settings = settings or Settings()
         self.ws = Workspace(root)
@@ -78,6 +79,7 @@ class SteerApp(App):
                                max_tokens=self.settings.max_tokens, temperature=self.settings.temperature)
         self._initial_context = list(context)
         self.watch_files = watch_files
+        self.blink = blink  # snapshot tests turn the cursor blink off
         self.files: list[str] = []
         self.selected: str | None = None
         self.follow = True  # the diff follows the file being streamed until you navigate
@@ -118,7 +120,7 @@ class SteerApp(App):
                 yield QueueView(id="queue")
         yield Static("", id="status")
         yield Static("", id="context")
-        yield PromptInput(id="prompt")
+        yield PromptInput(id="prompt", blink=self.blink)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -153,6 +155,15 @@ class SteerApp(App):
     # -- the frame -------------------------------------------------------------------------
     def _frame(self) -> None:
         """Everything that arrived since the last frame, rendered once."""
+        if not self._ui_ready or self._exit_renderables or not self.screen_stack:
+            return  # shutting down
+        try:
+            self._render_frame()
+        except NoMatches:  # the screen is being torn down between two ticks
+            if self.is_running and not self._closing:
+                raise
+
+    def _render_frame(self) -> None:
         session = self.session
         changed = False
         stream = self.query_one("#stream", StreamView)
@@ -325,10 +336,13 @@ class SteerApp(App):
 
     def _render_queue(self) -> None:
         view = self.query_one(QueueView)
+        index = view.index
         view.clear()
         for msg in self.session.queue:
             view.append(ListItem(Static(f"⏳ {msg}")))
         view.display = bool(self.session.queue)
+        if self.session.queue and index is not None:
+            view.index = min(index, len(self.session.queue) - 1)
 
     # -- files, git, watching --------------------------------------------------------------
     async def _load_files(self) -> None:
@@ -450,7 +464,8 @@ class SteerApp(App):
 
     def on_diff_view_cursor_moved(self, event: DiffView.CursorMoved) -> None:
         self.follow = False
-        self.refresh_bindings()
+        if self._ui_ready and self.screen_stack:
+            self.refresh_bindings()
 
     # -- review intents --------------------------------------------------------------------
     def _current(self):
@@ -691,6 +706,7 @@ class SteerApp(App):
         return names
 
     async def on_unmount(self) -> None:
+        self._ui_ready = False
         self._stop_watch.set()
         await self.session.aclose()
 

@@ -69,8 +69,10 @@ class PromptInput(Input):
             super().__init__()
             self.text = text
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(placeholder="Ask for a change…  (@path adds a file, Enter sends)", id=id)
+    def __init__(self, *, id: str | None = None, blink: bool = True) -> None:
+        super().__init__(placeholder="Ask for a change…  (@path adds a file, Enter sends, "
+                         "Tab queues, Esc stops)", id=id)
+        self.cursor_blink = blink
         self.files: list[str] = []
         self.suggester = _PrefixSuggester(self)
         self.completion: str | None = None  # best @path match for the token being typed
@@ -92,7 +94,7 @@ class PromptInput(Input):
         if self.value.strip():
             self.post_message(self.Queue(self.value))
             return
-        self.screen.focus_next()
+        self.app.action_focus_diff()  # type: ignore[attr-defined]  # review while it streams
 
 
 def at_paths(text: str) -> list[str]:

@@ -15,7 +15,7 @@ from app.core.diff import Hunk
 # (section, action id, what it does) — keys are looked up live, so rebinding shows here
 HELP = [
     ("Prompt", "send", "send the message; while the model streams: redirect it"),
-    ("Prompt", "queue", "queue the message as a follow-up (or complete an @path)"),
+    ("Prompt", "queue", "queue the message as a follow-up, complete an @path; empty: go to the diff"),
     ("Prompt", "interrupt", "stop the model now; in an empty prompt: go to the diff"),
     ("Review", "next_hunk", "next hunk (past the last: next file)"),
     ("Review", "prev_hunk", "previous hunk"),

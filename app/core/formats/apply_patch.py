@@ -33,6 +33,10 @@ class ApplyPatchParser(StreamParser):
         self.move_to: str | None = None
         self.chunks = 0
 
+    @property
+    def in_edit(self) -> bool:
+        return self.state in (UPDATE, ADD, HEADER)
+
     def _begin_chunk(self, anchor: str | None, out: list[ParseEvent]) -> None:
         out.append(EditBegin(self.path, "update", anchor=anchor or None, sequential=True,
                              move_to=self.move_to, first_in_section=self.chunks == 0))

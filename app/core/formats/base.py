@@ -40,9 +40,16 @@ class StreamParser:
         out: list[ParseEvent] = []
         if self._buf:
             line, self._buf = self._buf, ""
-            self._line(line[:-1] if line.endswith("\r") else line, out)
+            # a cut-short answer's last partial line is kept as prose, but not as code: a
+            # half-written line of an edit is not what the model meant to write
+            if complete or not self.in_edit:
+                self._line(line[:-1] if line.endswith("\r") else line, out)
         self._end(out, complete)
         return out
+
+    @property
+    def in_edit(self) -> bool:
+        return False
 
     def _line(self, line: str, out: list[ParseEvent]) -> None:
         raise NotImplementedError

@@ -55,6 +55,10 @@ class EditParser(StreamParser):
         self.in_fence = False  # SEARCH blocks inside a fence: its closing line is not prose
         self.patch = ApplyPatchParser(known_paths)
 
+    @property
+    def in_edit(self) -> bool:
+        return self.state in (OLD, NEW, WHOLE) or (self.state == PATCH and self.patch.in_edit)
+
     # -- lines -----------------------------------------------------------------------------
     def _line(self, line: str, out: list[ParseEvent]) -> None:
         state = self.state

@@ -1,0 +1,322 @@
+"""The app's key flows, driven with Pilot against a real loopback server streaming real
+Chat Completions SSE, in real git repositories."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CALC, CALC_ANSWER, SUB_ANSWER
+
+from app.core.diff import HunkState
+from app.providers.openai_chat import OpenAIChat
+from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.ui.app import SteerApp
+from app.ui.diff_view import DiffView
+from app.ui.prompt import PromptInput
+from app.ui.screens import HelpScreen, HunkEditor
+
+SIZE = (160, 48)
+# stall inside the second block, right after its line "    if b == 0:"
+STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))
+
+
+async def until(pilot, cond, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.02)
+
+
+class Rig:
+    def __init__(self, root: Path, answers, rate: float = 0, faults: Faults | None = None,
+                 watch: bool = False) -> None:
+        self.server = ChatServer(replay=answers, rate=rate, faults=faults)
+        self.root = root
+        self.watch = watch
+
+    async def __aenter__(self):
+        await self.server.start()
+        self.app = SteerApp(self.root, OpenAIChat(self.server.base_url, "replay"), context=["calc.py"],
+                            watch_files=self.watch, blink=False)
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.server.close()
+
+    @property
+    def pending(self):
+        return self.app.session.pending
+
+    def hunks(self):
+        return self.pending.files["calc.py"].hunks if self.pending and "calc.py" in self.pending.files else []
+
+
+async def ask(pilot, text: str) -> None:
+    prompt = pilot.app.query_one(PromptInput)
+    prompt.value = text
+    await pilot.press("enter")
+
+
+def disk(root: Path) -> str:
+    return (root / "calc.py").read_text()
+
+
+async def test_interrupt_keeps_complete_hunks_and_marks_the_unfinished_one(demo):
+    async with Rig(demo, CALC_ANSWER, faults=Faults(stall_after=STALL)) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: len(rig.hunks()) == 2 and app.session.turn.deltas >= STALL)
+            h1, h2 = rig.hunks()
+            assert h1.state == HunkState.PENDING and h2.state == HunkState.STREAMING
+            t0 = time.perf_counter()
+            await pilot.press("escape")
+            assert time.perf_counter() - t0 < 1.0
+            turn = app.session.turn
+            assert turn.state == "interrupted" and not app.session.streaming
+            assert h1.state == HunkState.PENDING and not h1.incomplete
+            assert h2.state == HunkState.PENDING and h2.incomplete
+            assert h2.new[-1] == "    if b == 0:"
+            assert disk(demo) == CALC  # nothing written
+            assert "interrupted" in app.query_one("#stream").text
+            assert app.focused is app.query_one(DiffView)  # empty prompt: review at once
+
+
+async def test_accept_while_streaming_then_redirect_keeps_the_decision(demo):
+    faults = Faults(stall_after=STALL, only_first=1)
+    async with Rig(demo, [CALC_ANSWER, SUB_ANSWER], faults=faults) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: len(rig.hunks()) == 2 and app.session.turn.deltas >= STALL)
+            await pilot.press("tab")  # empty prompt: to the diff, without stopping the model
+            assert app.focused is app.query_one(DiffView) and app.session.streaming
+            app.query_one(DiffView).select(rig.hunks()[0].id)
+            await pilot.press("y")
+            await until(pilot, lambda: rig.hunks()[0].state == HunkState.ACCEPTED)
+            assert app.session.streaming  # accepted while the answer still streams
+            written = disk(demo)
+            assert "def add(a: float, b: float) -> float:" in written and "def div(a, b):" in written
+            h1 = rig.hunks()[0]
+            await pilot.press("i")
+            await ask(pilot, "stop there and do sub instead")
+            await until(pilot, lambda: len(app.session.turns) == 2 and app.session.turn.state == "done")
+            first, second = app.session.turns
+            assert first.state == "interrupted" and second.kind == "redirect"
+            assert h1.state == HunkState.ACCEPTED and disk(demo) == written
+            messages = rig.server.stats.bodies[1]["messages"]
+            assert messages[-2] == {"role": "assistant", "content": first.text}
+            assert "accepted" in messages[-1]["content"] and "calc.py line 4" in messages[-1]["content"]
+            assert "stop there and do sub instead" in messages[-1]["content"]
+            news = [h.new for h in rig.hunks()]
+            assert ["def sub(a: float, b: float) -> float:"] in news
+            assert ["def add(a: float, b: float) -> float:"] in news
+
+
+async def test_line_mode_accepts_exactly_the_picked_lines(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is app.query_one(DiffView))
+            diff = app.query_one(DiffView)
+            assert diff.hunk.id == rig.hunks()[0].id  # review starts at the top
+            await pilot.press("j")
+            h2 = rig.hunks()[1]
+            assert diff.hunk is h2 and h2.old == ["def div(a, b):"] and len(h2.new) == 3
+            # rows: 0 "-def div(a, b):", 1 "+def div(...) -> float:", 2 "+    if b == 0:", 3 "+raise"
+            await pilot.press("v", "j", "j", "space", "space", "y")
+            await until(pilot, lambda: h2.state == HunkState.ACCEPTED)
+            assert disk(demo) == CALC.replace(
+                "def div(a, b):\n",
+                "def div(a, b):\n    if b == 0:\n        raise ZeroDivisionError(\"b must not be zero\")\n")
+            assert "partly accepted" in h2.note
+
+
+async def test_reject_accept_file_and_undo(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is app.query_one(DiffView))
+            h1, h2, h3 = rig.hunks()
+            await pilot.press("n")
+            assert h1.state == HunkState.REJECTED and app.query_one(DiffView).hunk is h2
+            await pilot.press("Y")
+            await until(pilot, lambda: h3.state == HunkState.ACCEPTED)
+            assert h2.state == HunkState.ACCEPTED
+            text = disk(demo)
+            assert "def add(a, b):" in text and "def main() -> None:" in text and "ZeroDivisionError" in text
+            await pilot.press("u")
+            await until(pilot, lambda: h2.state == HunkState.PENDING)
+            assert disk(demo) == CALC and h1.state == HunkState.REJECTED
+
+
+async def test_edit_a_hunk_inline_before_accepting(demo, monkeypatch):
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is app.query_one(DiffView))
+            h1 = rig.hunks()[0]
+            await pilot.press("e")
+            await until(pilot, lambda: isinstance(app.screen, HunkEditor))
+            app.screen.query_one("#editor-area").text = "def add(a: int, b: int) -> int:"
+            await pilot.press("ctrl+s")
+            await until(pilot, lambda: h1.state == HunkState.ACCEPTED)
+            assert disk(demo) == CALC.replace("def add(a, b):", "def add(a: int, b: int) -> int:")
+
+
+async def test_queued_follow_up_runs_when_the_answer_ends(demo):
+    faults = Faults(stall_after=STALL, stall_seconds=1.0, only_first=1)
+    async with Rig(demo, [CALC_ANSWER, SUB_ANSWER], faults=faults) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.streaming and app.session.turn.deltas >= STALL)
+            app.query_one(PromptInput).value = "then sub too"
+            await pilot.press("tab")
+            assert app.session.queue == ["then sub too"] and app.query_one("#queue").display
+            await until(pilot, lambda: len(app.session.turns) == 2 and app.session.turn.state == "done")
+            assert app.session.turns[0].state == "done" and app.session.turns[1].kind == "follow-up"
+            assert "then sub too" in rig.server.stats.bodies[1]["messages"][-1]["content"]
+            assert len(rig.hunks()) == 4 and not app.session.queue
+
+
+async def test_queued_messages_can_be_edited_and_dropped(demo):
+    async with Rig(demo, CALC_ANSWER, faults=Faults(stall_after=STALL)) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.streaming and app.session.turn.deltas >= STALL)
+            for text in ("first", "second"):
+                app.query_one(PromptInput).value = text
+                await pilot.press("tab")
+            queue = app.query_one("#queue")
+            queue.focus()
+            queue.index = 0
+            await pilot.press("d")
+            assert app.session.queue == ["second"]
+            await pilot.press("e")
+            assert app.session.queue == [] and app.query_one(PromptInput).value == "second"
+            assert app.focused is app.query_one(PromptInput)
+
+
+async def test_escape_in_an_empty_prompt_goes_to_the_diff_and_back(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            assert app.focused is app.query_one(PromptInput)
+            await pilot.press("escape")
+            assert app.focused is app.query_one(DiffView)
+            await pilot.press("escape")
+            assert app.focused is app.query_one(PromptInput)
+            del rig
+
+
+async def test_at_path_completion_adds_context(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "README.md" in app.files)
+            await pilot.press(*"explain @RDM")
+            prompt = app.query_one(PromptInput)
+            assert prompt.completion == "README.md"
+            assert "README.md" in str(app.query_one("#context").render())
+            await pilot.press("tab")
+            assert prompt.value == "explain @README.md "
+            await pilot.press("enter")
+            assert app.session.context == ["calc.py", "README.md"]
+            await until(pilot, lambda: rig.server.stats.bodies)
+            assert "README.md\n```markdown\n# Demo" in rig.server.stats.bodies[0]["messages"][1]["content"]
+
+
+async def test_help_screen_lists_rebound_keys(demo, tmp_path):
+    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "steer"
+    cfg.mkdir(parents=True)
+    (cfg / "config.toml").write_text('[keys]\naccept_hunk = "a"\n')
+    from app.config import load_settings
+
+    async with Rig(demo, CALC_ANSWER) as rig:
+        rig.app = SteerApp(demo, OpenAIChat(rig.server.base_url, "r"), load_settings(), watch_files=False)
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("f1")
+            assert isinstance(app.screen, HelpScreen)
+            assert app.screen.keys["accept_hunk"] == "a"
+            await pilot.press("escape")
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is app.query_one(DiffView))
+            await pilot.press("a")  # the rebound accept key
+            await until(pilot, lambda: rig.hunks()[0].state == HunkState.ACCEPTED)
+
+
+async def test_theme_switch_is_remembered(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            assert app.theme == "steer-dark"
+            app.query_one(DiffView).focus()
+            await pilot.press("t")
+            assert app.theme == "steer-light"
+    state = json.loads((Path(os.environ["XDG_STATE_HOME"]) / "steer" / "ui.json").read_text())
+    assert state["theme"] == "steer-light"
+    async with Rig(demo, CALC_ANSWER) as rig:
+        async with rig.app.run_test(size=SIZE):
+            assert rig.app.theme == "steer-light"
+
+
+async def test_user_themes_load_and_broken_ones_are_reported(demo):
+    themes = Path(os.environ["XDG_CONFIG_HOME"]) / "steer" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "mine.toml").write_text('name = "mine"\nprimary = "#ff0000"\ndark = true\n')
+    (themes / "broken.toml").write_text('name = "broken"\ncolour = 3\n')
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            assert "mine" in app._theme_names and "broken" not in app._theme_names
+            app.theme = "mine"
+            await pilot.pause()
+            assert app.theme_variables["diff-added-bg"]  # defaults filled in
+
+
+async def test_a_change_on_disk_makes_hunks_stale(demo):
+    async with Rig(demo, CALC_ANSWER, watch=True) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.turn.state == "done")
+            h1, h2, h3 = rig.hunks()
+            await asyncio.sleep(0.3)  # let the watcher settle
+            (demo / "calc.py").write_text(CALC.replace("    return a / b", "    return a / b  # mine"))
+            await until(pilot, lambda: h2.state == HunkState.STALE)
+            assert h1.state == HunkState.PENDING and h3.state == HunkState.PENDING
+            app.query_one(DiffView).select(h2.id)
+            app.query_one(DiffView).focus()
+            await pilot.press("y")
+            await until(pilot, lambda: h2.state == HunkState.CONFLICT)
+            assert "# mine" in disk(demo) and "ZeroDivisionError" not in disk(demo)
+            await until(pilot, lambda: app.query_one("#tree")._by_path.get("calc.py") is not None
+                        and "M" in str(app.query_one("#tree")._by_path["calc.py"].label))
+
+
+@pytest.mark.parametrize("rate", [0])
+async def test_unthrottled_stream_renders_completely(demo, rate):
+    """At full speed the UI must not lose or reorder text."""
+    big = CALC_ANSWER * 3
+    async with Rig(demo, big, rate=rate) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "go")
+            await until(pilot, lambda: app.session.turn.state == "done")
+            await pilot.pause(0.05)
+            shown = app.query_one("#stream").text
+            assert shown.endswith(big.rstrip("\n")) or big.rstrip("\n") in shown
