@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CALC, CALC_ANSWER, SUB_ANSWER
 
 from app.core.diff import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer, Faults, split_tokens
 from app.ui.app import SteerApp
+from app.ui.demo import CALC, CALC_ANSWER, SUB_ANSWER
 from app.ui.diff_view import DiffView
 from app.ui.prompt import PromptInput
 from app.ui.screens import HelpScreen, HunkEditor

@@ -90,6 +90,8 @@ class FileLayout:
             return c.rows
         c.key, c.n_new = key, len(h.new)
         c.rows = [Row("hunk", "", h.base_start + 1, h.base_start + 1 + shift, h)]
+        if h.note:
+            c.rows.append(Row("note", h.note, hunk=h))
         start = h.base_start
         if side:
             n = max(len(h.old), len(h.new))

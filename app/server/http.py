@@ -49,6 +49,7 @@ class HttpServer:
         self.host = host
         self.port = port
         self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task] = set()
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
@@ -56,12 +57,21 @@ class HttpServer:
         return self.port
 
     async def close(self) -> None:
+        """Stop listening and end open connections (a stalled stream among them)."""
         if self._server is not None:
             self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            if self._connections:
+                await asyncio.wait(list(self._connections), timeout=2.0)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
         try:
             while True:
                 req = await _read_request(reader)

@@ -227,7 +227,7 @@ class DiffView(ScrollView, can_focus=True):
         h = self.hunk
         if h is None or h.id not in self._hunk_rows:
             return
-        y = self._hunk_rows[h.id] + 1 + (self.line_cursor if not self.side_by_side else 0)
+        y = self._hunk_rows[h.id] + 1 + bool(h.note) + (self.line_cursor if not self.side_by_side else 0)
         self.scroll_to_region(Region(0, y, 1, 1), animate=False, immediate=True, force=True)
 
     def action_next_hunk(self) -> None:
@@ -299,6 +299,10 @@ class DiffView(ScrollView, can_focus=True):
         if kind == "file":
             return Strip([Segment(f" {row.text}", self._style("file"))]).extend_cell_length(width, self._style("file"))
         if kind == "note":
+            if row.hunk is not None:  # a hunk's own note, under its header
+                style = self._style(row.hunk.state.value)
+                return Strip([Segment(" " * (GUTTER + 2), base), Segment(f"↳ {row.text}", style)]
+                             ).crop_extend(0, width, base)
             return Strip([Segment(f" {row.text}", self._style("note"))]).extend_cell_length(width, base)
         if kind == "gap":
             text = f"{'':>{GUTTER}}   ⋯ {row.text}"
@@ -309,10 +313,13 @@ class DiffView(ScrollView, can_focus=True):
             assert h is not None
             label = STATE_LABEL[h.state]
             if h.incomplete:
-                label += " · incomplete"
+                label += " · incomplete: the answer stopped inside it"
             style = self._style(h.state.value)
-            text = (f" #{h.id} {label}   -{h.base_start + 1},{h.base_end - h.base_start} "
-                    f"+{row.new_no},{len(h.new)}" + (f"   {h.note}" if h.note else ""))
+            if h.state == HunkState.STREAMING:
+                text = f" #{h.id} {label}   at line {h.base_start + 1} · {len(h.new)} new lines so far"
+            else:
+                text = (f" #{h.id} {label}   -{h.base_start + 1},{h.base_end - h.base_start} "
+                        f"+{row.new_no},{len(h.new)}")
             head = self._style("cursor") + style if current else style
             return Strip([bar, Segment(" " * GUTTER, base), Segment(text, head)]).extend_cell_length(
                 width, head if current else base)

@@ -56,6 +56,7 @@ class StreamView(ScrollView, can_focus=True):
         self._first_row: list[int] = []  # first row of each line
         self._width = 0
         self._cache: dict[int, Strip] = {}
+        self._follow = True  # stick to the end until the user scrolls up, and again once back
 
     # -- content ---------------------------------------------------------------------------
     @property
@@ -95,8 +96,12 @@ class StreamView(ScrollView, can_focus=True):
             self.write("\n")
         self.write(text + "\n", style)
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._follow = new_value >= self.max_scroll_y
+
     def _rewrap_from(self, first: int) -> None:
-        at_end = self.is_vertical_scroll_end
+        at_end = self._follow
         start_row = self._first_row[first]
         del self._rows[start_row:]
         width = max(1, self.scrollable_content_region.width or self._width or 80)
@@ -108,6 +113,8 @@ class StreamView(ScrollView, can_focus=True):
         self.virtual_size = Size(width, len(self._rows))
         self.refresh_lines(start_row, max(1, len(self._rows) - start_row))
         if at_end:
+            # scroll now (the new text shows this frame); the scrollbar may only appear with
+            # the next layout, so put its thumb where the view is once it does
             self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
 
     # -- rendering -------------------------------------------------------------------------
@@ -124,6 +131,11 @@ class StreamView(ScrollView, can_focus=True):
         self._cache.clear()
 
     def render_line(self, y: int) -> Strip:
+        if y == 0 and self.show_vertical_scrollbar:
+            # a scrollbar that appeared after we scrolled (to follow the stream) starts at 0
+            bar = self.vertical_scrollbar
+            if bar.position != self.scroll_offset.y:
+                bar.position = self.scroll_offset.y
         row = int(self.scroll_offset.y) + y
         width = self.scrollable_content_region.width
         strip = self._cache.get(row)

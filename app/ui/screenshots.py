@@ -1,0 +1,174 @@
+"""`make screenshots`: SVGs of the app's main states, rendered through Pilot against a real
+loopback server streaming the demo answer. The snapshot tests drive the same scenarios.
+
+    python -m app.ui.screenshots screenshots/
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual._doc import take_svg_screenshot
+from textual.pilot import Pilot
+
+from app.server.chat_server import Faults, ServerThread, split_tokens
+from app.ui.demo import CALC, CALC_ANSWER
+
+SIZE = (160, 48)
+STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))
+
+
+async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the app did not reach the expected state")
+        await pilot.pause(0.02)
+
+
+def freeze(app) -> None:
+    """Fixed timings in the status line and no toasts: the same picture on every run."""
+    turn = app.session.turn
+    if turn is not None:
+        turn.started = 1000.0
+        turn.first_token = 1000.012 if turn.first_token is not None else None
+        turn.ended = 1001.5
+    app.clear_notifications()
+    app._render_status(force=True)
+
+
+async def _ask(pilot: Pilot, text: str) -> None:
+    from app.ui.prompt import PromptInput
+
+    await until(pilot, lambda: "calc.py" in pilot.app.files)
+    pilot.app.query_one(PromptInput).value = text
+    await pilot.press("enter")
+
+
+async def _done(pilot: Pilot) -> None:
+    from app.ui.diff_view import DiffView
+
+    app = pilot.app
+    await until(pilot, lambda: app.session.turn is not None and app.session.turn.state == "done"
+                and app.focused is app.query_one(DiffView))
+
+
+async def streaming(pilot: Pilot) -> None:
+    """Mid-answer: one hunk complete and reviewable, the next one streaming."""
+    app = pilot.app
+    await _ask(pilot, "add type hints and guard div against zero")
+    await until(pilot, lambda: app.session.turn.deltas >= STALL and len(app.session.pending.hunks) == 2)
+    await pilot.pause(0.1)
+    freeze(app)
+
+
+async def review(pilot: Pilot) -> None:
+    """After the answer: one hunk accepted, one rejected, one pending under the cursor."""
+    app = pilot.app
+    await _ask(pilot, "add type hints and guard div against zero")
+    await _done(pilot)
+    await pilot.press("y")
+    await until(pilot, lambda: app.session.pending.hunks[0].state.value == "accepted")
+    await pilot.press("n")
+    await pilot.pause(0.1)
+    freeze(app)
+
+
+async def conflict(pilot: Pilot) -> None:
+    """You edited the lines of a hunk while it was pending: accepting it refuses to write."""
+    from app.ui.diff_view import DiffView
+
+    app = pilot.app
+    await _ask(pilot, "add type hints and guard div against zero")
+    await _done(pilot)
+    (app.ws.root / "calc.py").write_text(CALC.replace("    return a / b", "    return a / b  # mine"))
+    hunks = app.session.pending.hunks
+    app.query_one(DiffView).select(hunks[1].id)
+    await pilot.press("y")
+    await until(pilot, lambda: hunks[1].state.value == "conflict")
+    await pilot.pause(0.1)
+    freeze(app)
+
+
+async def help_screen(pilot: Pilot) -> None:
+    """The keys (rebindable)."""
+    await until(pilot, lambda: "calc.py" in pilot.app.files)
+    await pilot.press("f1")
+    await pilot.pause(0.1)
+    freeze(pilot.app)
+
+
+async def side_by_side(pilot: Pilot) -> None:
+    """The side-by-side view, in the light theme."""
+    app = pilot.app
+    await _ask(pilot, "add type hints and guard div against zero")
+    await _done(pilot)
+    app.theme = "steer-light"
+    await pilot.press("s", "j")
+    await pilot.pause(0.1)
+    freeze(app)
+
+
+@dataclass
+class Scenario:
+    name: str
+    run: Callable[[Pilot], Awaitable[None]]
+    faults: Faults = field(default_factory=Faults)
+
+
+SCENARIOS = [
+    Scenario("streaming", streaming, Faults(stall_after=STALL)),
+    Scenario("review", review),
+    Scenario("conflict", conflict),
+    Scenario("help", help_screen),
+    Scenario("side-by-side", side_by_side),
+]
+
+
+def demo_repo(parent: Path) -> Path:
+    root = parent / "demo"
+    root.mkdir()
+    (root / "calc.py").write_text(CALC)
+    (root / "README.md").write_text("# Demo\n\nA calculator.\n")
+    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"],
+                ["-c", "user.name=d", "-c", "user.email=d@example.com", "commit", "-qm", "init"]):
+        subprocess.run(["git", *cmd], cwd=root, check=True)
+    return root
+
+
+def render(scenario: Scenario, parent: Path) -> str:
+    """The SVG of one scenario, in a fresh demo repository under `parent`."""
+    from app.providers.openai_chat import OpenAIChat
+    from app.ui.app import SteerApp
+
+    root = demo_repo(parent)
+    with ServerThread(replay=CALC_ANSWER, faults=scenario.faults) as server:
+        app = SteerApp(root, OpenAIChat(server.base_url, "replay"), context=["calc.py"],
+                       watch_files=False, blink=False)
+        return take_svg_screenshot(app, terminal_size=SIZE, run_before=scenario.run, title="steer")
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0] if argv else "screenshots")
+    out.mkdir(parents=True, exist_ok=True)
+    home = tempfile.mkdtemp(prefix="steer-shots-")
+    # the pictures must not depend on this user's config or remembered theme
+    os.environ["XDG_CONFIG_HOME"] = f"{home}/config"
+    os.environ["XDG_STATE_HOME"] = f"{home}/state"
+    for scenario in SCENARIOS:
+        with tempfile.TemporaryDirectory() as tmp:
+            svg = render(scenario, Path(tmp))
+        (out / f"{scenario.name}.svg").write_text(svg)
+        print(f"wrote {out / scenario.name}.svg")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
