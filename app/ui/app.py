@@ -148,6 +148,12 @@ class SteerApp(App):
         if self.watch_files:
             self.run_worker(self._watch(), group="watch")
 
+    def on_resize(self, event) -> None:
+        # narrow terminals: a slimmer tree and side pane, then no tree (c and @path still work)
+        width = event.size.width
+        self.set_class(width < 100, "-narrow")
+        self.set_class(100 <= width < 140, "-medium")
+
     def _provider_label(self) -> str:
         p = self.session.provider
         return f"{p.name}:{p.model}" if p.model else p.name

@@ -330,7 +330,8 @@ class DiffView(ScrollView, can_focus=True):
             right = self._half(row.right or "", row.new_no, row.right_kind if row.right is not None else "", h,
                                width - half - 1)
             return Strip([bar, *left, Segment("│", self._style("gutter")), *right]).crop_extend(0, width, base)
-        style = self._style(kind)
+        rejected = h is not None and h.state == HunkState.REJECTED
+        style = self._style("gap") if rejected else self._style(kind)  # out of the picture
         if picked:
             style = style + self._style("picked")
         gutter = f"{_no(row.old_no)} {_no(row.new_no)} "
@@ -338,8 +339,8 @@ class DiffView(ScrollView, can_focus=True):
         if picked:
             sign = "✓"
         segs = [bar, Segment(gutter, self._style("gutter")), Segment(f"{sign} ", style)]
-        segs += self._code(row.text, style, h)
-        strip = Strip(segs).crop_extend(0, width, style if kind in ("del", "add") else base)
+        segs += [Segment(row.text, style)] if rejected else self._code(row.text, style, h)
+        strip = Strip(segs).crop_extend(0, width, style if kind in ("del", "add") and not rejected else base)
         if line_cur:
             strip = strip.apply_style(self._style("line-cursor"))
         return strip

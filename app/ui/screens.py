@@ -40,6 +40,23 @@ HELP = [
 ]
 
 
+_KEY_NAMES = {"down": "↓", "up": "↑", "left": "←", "right": "→", "question_mark": "?",
+              "slash": "/", "escape": "Esc", "enter": "Enter", "space": "Space", "tab": "Tab",
+              "pagedown": "PgDn", "pageup": "PgUp", "delete": "Del", "backspace": "⌫"}
+
+
+def pretty_keys(keys: str) -> str:
+    """"j,down" -> "j / ↓", "ctrl+q" -> "Ctrl+Q"."""
+    out = []
+    for k in keys.split(","):
+        k = k.strip()
+        if k.startswith("ctrl+"):
+            out.append("Ctrl+" + _KEY_NAMES.get(k[5:], k[5:].upper()))
+        else:
+            out.append(_KEY_NAMES.get(k, k.upper() if k.startswith("f") and k[1:].isdigit() else k))
+    return " / ".join(out)
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
 
@@ -55,14 +72,14 @@ class HelpScreen(ModalScreen[None]):
         section = ""
         for sec, action, what in HELP:
             table.add_row(Text(sec if sec != section else "", style="italic"),
-                          self.keys.get(action, "—"), what)
+                          pretty_keys(self.keys.get(action, "—")), what)
             section = sec
         with Vertical(id="help"):
             yield Label("steer — keys", id="help-title")
             with VerticalScroll():
                 yield Static(table)
-            yield Label("Rebind any of these in ~/.config/steer/config.toml under [keys]; "
-                        "Esc closes.", id="help-foot")
+            yield Label("Rebind any of these in ~/.config/steer/config.toml under \\[keys] "
+                        "(action = \"key\"); Esc closes.", id="help-foot")
 
 
 class HunkEditor(ModalScreen[list[str] | None]):
