@@ -367,6 +367,14 @@ class PendingDiff:
     def hunks(self) -> list[Hunk]:
         return [h for fd in self.files.values() for h in fd.hunks]
 
+    @property
+    def live_hunk(self) -> Hunk | None:
+        """The hunk being written right now (the last of the edit under construction)."""
+        cur = self._cur
+        if type(cur) is _Cursor and cur.edit is not None and cur.edit.hunks:
+            return cur.edit.hunks[-1]
+        return None
+
     def hunk(self, hunk_id: int) -> Hunk:
         for h in self.hunks:
             if h.id == hunk_id:

@@ -38,40 +38,76 @@ class _HunkCache:
 
 
 class FileLayout:
-    """Keeps per-hunk rows between frames for one file."""
+    """Keeps the rows of one file between frames and rebuilds only from the first hunk that
+    changed: while the last hunk streams, a frame costs its new rows, not the whole file."""
 
     def __init__(self, fd: FileDiff) -> None:
         self.fd = fd
         self._cache: dict[tuple[int, bool], _HunkCache] = {}
+        self._rows: list[Row] = []
+        self._hunks: list[tuple[Hunk, int]] = []  # (hunk, rev) as last laid out
+        # per hunk: (row index where its own rows end, base line after it, shift after it)
+        self._marks: list[tuple[int, int, int]] = []
+        self._head = 0  # rows before the first hunk's context (file header, notes)
+        self._shape: tuple | None = None
+        self.header_rows: dict[int, int] = {}  # hunk id -> index of its header row
+        self.first_changed = 0  # where the last call's rows started to differ
 
     def rows(self, side_by_side: bool = False, context: int = CONTEXT) -> list[Row]:
         fd = self.fd
         base = fd.base.lines
-        out: list[Row] = [Row("file", fd.path)]
-        out += [Row("note", msg) for msg in fd.errors]
         hunks = fd.hunks
-        if not hunks:
-            out.append(Row("note", "no changes proposed for this file"))
-            return out
-        pos = 0  # next base line not shown yet
-        shift = 0  # new-side offset from hunks above
-        live = set()
-        for k, h in enumerate(hunks):
-            lo = max(pos, h.base_start - context)
-            if lo > pos:
-                out.append(Row("gap", f"{lo - pos} unchanged lines", old_no=pos + 1, new_no=pos + 1 + shift))
-            out += _context(base, lo, h.base_start, shift, side_by_side)
-            out += self._hunk_rows(h, shift, side_by_side)
-            live.add((h.id, side_by_side))
-            shift += len(h.new) - (h.base_end - h.base_start)
-            nxt = hunks[k + 1].base_start if k + 1 < len(hunks) else len(base)
+        shape = (side_by_side, context, len(fd.errors))
+        k = 0
+        if shape == self._shape:
+            old = self._hunks
+            while k < len(hunks) and k < len(old) and hunks[k] is old[k][0] and hunks[k].rev == old[k][1]:
+                k += 1
+            if k == len(hunks) == len(old):
+                self.first_changed = len(self._rows)
+                return self._rows
+        else:
+            self._shape = shape
+        if k == 0:  # from the top
+            out: list[Row] = [Row("file", fd.path)]
+            out += [Row("note", msg) for msg in fd.errors]
+            self._head = len(out)
+            if not hunks:
+                out.append(Row("note", "no changes proposed for this file"))
+            start, pos, shift = self._head, 0, 0
+            marks: list[tuple[int, int, int]] = []
+        else:  # keep everything up to the end of hunk k-1's own rows
+            start, pos, shift = self._marks[k - 1]
+            out = self._rows[:start]
+            marks = self._marks[:k]
+        self.first_changed = start
+        first = max(0, k - 1)
+        for i in range(first, len(hunks)):
+            h = hunks[i]
+            if i >= k or k == 0:  # hunk i's gap, context before and own rows
+                lo = max(pos, h.base_start - context)
+                if lo > pos:
+                    out.append(Row("gap", f"{lo - pos} unchanged lines", old_no=pos + 1,
+                                   new_no=pos + 1 + shift))
+                out += _context(base, lo, h.base_start, shift, side_by_side)
+                self.header_rows[h.id] = len(out)
+                out += self._hunk_rows(h, shift, side_by_side)
+                shift += len(h.new) - (h.base_end - h.base_start)
+                marks.append((len(out), h.base_end, shift))
+            # context after hunk i, up to the next hunk (or the end of the file)
+            nxt = hunks[i + 1].base_start if i + 1 < len(hunks) else len(base)
             hi = min(nxt if nxt - h.base_end <= 2 * context else h.base_end + context, len(base))
             out += _context(base, h.base_end, hi, shift, side_by_side)
             pos = max(hi, h.base_end)
-        if pos < len(base):
+        if hunks and pos < len(base):
             out.append(Row("gap", f"{len(base) - pos} unchanged lines", old_no=pos + 1, new_no=pos + 1 + shift))
-        for key in [k for k in self._cache if k not in live]:
-            del self._cache[key]
+        self._rows, self._marks = out, marks
+        self._hunks = [(h, h.rev) for h in hunks]
+        live = {(h.id, side_by_side) for h in hunks}
+        if len(self._cache) > len(live):
+            for key in [key for key in self._cache if key not in live]:
+                del self._cache[key]
+                self.header_rows.pop(key[0], None)
         return out
 
     def _hunk_rows(self, h: Hunk, shift: int, side: bool) -> list[Row]:

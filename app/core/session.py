@@ -97,6 +97,10 @@ class Session:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.on_change = on_change or (lambda: None)
+        # called when text arrives after the UI last looked (take_data), so that a UI can
+        # schedule one frame per burst instead of polling or reacting to every token
+        self.on_data: Callable[[], None] | None = None
+        self._data_signalled = False
         self.pending: PendingDiff | None = None
         self.review: Review | None = None
         self.history: list[dict[str, str]] = []
@@ -142,6 +146,10 @@ class Session:
             except NotText as exc:
                 raise ContextError(str(exc)) from None
         return snaps
+
+    def take_data(self) -> None:
+        """The UI has taken what arrived: signal the next arrival again."""
+        self._data_signalled = False
 
     # -- asking ----------------------------------------------------------------------------
     def start(self, instruction: str) -> Turn:
@@ -237,6 +245,9 @@ class Session:
                     turn.chunks.append(ev.text)
                     turn.size += len(ev.text)
                     pending.feed(parser.feed(ev.text))
+                    if not self._data_signalled and self.on_data is not None:
+                        self._data_signalled = True
+                        self.on_data()
                 elif t is ReasoningDelta:
                     if turn.first_token is None:
                         turn.first_token = time.perf_counter()

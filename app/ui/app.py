@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import shlex
 import subprocess
@@ -18,6 +19,8 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, ListItem, ListView, Static
 
 from app.config import Settings
@@ -30,15 +33,44 @@ from app.core.session import ContextError, Session, Turn
 from app.core.workspace import Workspace
 from app.providers.base import Provider
 from app.run_output import status_text
-from app.ui.diff_view import DiffView
+from app.ui.diff_view import DiffView, warm_lexer
 from app.ui.file_tree import FileTree
 from app.ui.prompt import PromptInput, at_paths
 from app.ui.screens import HelpScreen, HunkEditor
 from app.ui.stream_view import StreamView
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
 
-FRAME = 1 / 60  # the UI takes what arrived since the last frame, once per frame
+IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
 STATUS_EVERY = 0.1  # the status line's clock and rate need not move faster than this
+
+
+class Line(Widget):
+    """One line of text that changes often (the status line): a repaint, never a layout
+    pass, which a Static's update() would cost the whole screen."""
+
+    DEFAULT_CSS = "Line { height: 1; width: 1fr; }"
+
+    def __init__(self, text: str = "", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.text = text
+
+    def set(self, text: str) -> None:
+        if text != self.text:
+            self.text = text
+            self.refresh()
+
+    def render(self) -> str:
+        return self.text
+
+
+class MainScreen(Screen):
+    """The app's screen. Textual repaints from a timer that it resumes whenever a widget is
+    dirty; taking our frame at that same tick (instead of from a second timer of our own)
+    saves a token up to a whole frame of waiting between arriving and being drawn."""
+
+    def _on_timer_update(self) -> None:
+        self.app._frame()  # type: ignore[attr-defined]
+        super()._on_timer_update()
 
 
 class QueueView(ListView):
@@ -105,31 +137,38 @@ class SteerApp(App):
         wanted = self.settings.theme if self.settings.theme != DEFAULT else (remembered_theme() or DEFAULT)
         self.theme = wanted if wanted in self._theme_names else DEFAULT
 
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {"diff-added-bg": "#1f3a26", "diff-removed-bg": "#45222a", "syntax": "monokai"}
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
+        # Panes have a title line and no border: Textual draws a border on every repainted
+        # line, which doubles the cost of the panes that repaint every frame.
         with Horizontal(id="main"):
-            yield FileTree(self.ws.root.name, id="tree")
-            yield DiffView(id="diff")
+            with Vertical(id="left"):
+                yield Line("Files", id="tree-title", classes="pane-title")
+                yield FileTree(self.ws.root.name, id="tree")
+            with Vertical(id="center"):
+                yield Line("Pending diff", id="diff-title", classes="pane-title")
+                yield DiffView(id="diff")
             with Vertical(id="side"):
+                yield Line("Answer", id="stream-title", classes="pane-title")
                 yield StreamView(id="stream")
+                yield Line("Explanation", id="explanation-title", classes="pane-title")
                 yield StreamView(id="explanation")
+                yield Line("Queued follow-ups (Enter edits, Del drops)", id="queue-title", classes="pane-title")
                 yield QueueView(id="queue")
-        yield Static("", id="status")
-        yield Static("", id="context")
+        yield Line(id="status")
+        yield Line(id="context")
         yield PromptInput(id="prompt", blink=self.blink)
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.ws.root.name} · {self._provider_label()}"
-        self.query_one("#stream").border_title = "Answer"
-        self.query_one("#explanation").border_title = "Explanation"
-        self.query_one("#queue").border_title = "Queued"
-        self.query_one("#diff").border_title = "Pending diff"
-        self.query_one("#tree").border_title = "Files"
         self._keys = self._key_names()
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
@@ -143,7 +182,9 @@ class SteerApp(App):
             self.notify(problem, severity="warning")
         self.query_one(PromptInput).focus()
         self._ui_ready = True
-        self.set_interval(FRAME, self._frame)
+        self.session.on_data = self._wake
+        self.set_interval(IDLE_TICK, self._frame)
+        gc.freeze()  # what start-up built stays: keep it out of every later collection
         self.run_worker(self._load_files(), group="files")
         if self.watch_files:
             self.run_worker(self._watch(), group="watch")
@@ -159,6 +200,12 @@ class SteerApp(App):
         return f"{p.name}:{p.model}" if p.model else p.name
 
     # -- the frame -------------------------------------------------------------------------
+    def _wake(self) -> None:
+        """New text arrived: make sure a screen update is coming (one per frame at most:
+        the session calls this again only after the frame took what it had)."""
+        if self._ui_ready:
+            self.query_one("#status", Line).refresh()
+
     def _frame(self) -> None:
         """Everything that arrived since the last frame, rendered once."""
         if not self._ui_ready or self._exit_renderables or not self.screen_stack:
@@ -171,6 +218,7 @@ class SteerApp(App):
 
     def _render_frame(self) -> None:
         session = self.session
+        session.take_data()
         changed = False
         stream = self.query_one("#stream", StreamView)
         turn = session.turn
@@ -263,28 +311,31 @@ class SteerApp(App):
 
     def _sync_diff(self, pending: PendingDiff, dirty: set[str]) -> None:
         tree = self.query_one(FileTree)
-        counts = {p: sum(1 for h in fd.hunks if h.state in OPEN or h.state == HunkState.STREAMING)
-                  for p, fd in pending.files.items()}
-        tree.set_badges(pending={p: n for p, n in counts.items() if n},
-                        created={p for p, fd in pending.files.items() if fd.created and fd.hunks})
-        missing = [p for p in pending.files if p not in tree._by_path]
+        counts = dict(tree.pending)
+        for p in dirty & set(pending.files):
+            fd = pending.files[p]
+            n = sum(1 for h in fd.hunks if h.state in OPEN or h.state == HunkState.STREAMING)
+            if n:
+                counts[p] = n
+            else:
+                counts.pop(p, None)
+        created = {p for p in dirty if p in pending.files and pending.files[p].created and pending.files[p].hunks}
+        tree.set_badges(pending=counts, created=(tree.created - dirty) | created)
+        missing = [p for p in dirty if p in pending.files and p not in tree._by_path]
         if missing:
             self.files = sorted(set(self.files) | set(missing))
             tree.load(self.files)
         diff = self.query_one(DiffView)
         if self.follow and self.session.streaming:
-            streaming = [h for h in pending.hunks if h.state == HunkState.STREAMING]
-            target = streaming[-1].path if streaming else None
-            if target is not None and target != self.selected:
-                self._select(target, None, manual=False)
-            if streaming and diff.fd is not None and streaming[-1].path == diff.fd.path:
-                diff.cursor_id = streaming[-1].id
+            live = pending.live_hunk
+            if live is not None:
+                if live.path != self.selected:
+                    self._select(live.path, None, manual=False)
                 diff.refresh_rows()
-                if streaming[-1] is diff.hunks[-1]:
-                    diff.scroll_end(animate=False, immediate=True, force=True)
-                else:
-                    diff.scroll_to_hunk()
+                diff.follow(live)
                 return
+        else:
+            diff.follow(None)
         if self.selected is None and pending.files:
             self._select(next(iter(pending.files)), None, manual=False)
         elif self.selected in dirty or (self.selected in pending.files and diff.fd is None):
@@ -301,7 +352,7 @@ class SteerApp(App):
             self.follow = False
         fd = pending.files.get(path) if pending is not None else None
         diff.show(fd, "" if fd else f"No pending changes for {path}.")
-        diff.border_title = f"Pending diff · {path}"
+        self.query_one("#diff-title", Line).set(f"Pending diff · {path}")
         if hunk_id is not None:
             diff.select(hunk_id)
         self.refresh_bindings()
@@ -330,14 +381,14 @@ class SteerApp(App):
                 text += f" · hunks {len(hs)} ({n_open} open, {n_acc} accepted)"
         if text != self._status:
             self._status = text
-            self.query_one("#status", Static).update(text)
+            self.query_one("#status", Line).set(text)
 
     def _render_context(self) -> None:
         ctx = self.session.context
         prompt = self.query_one(PromptInput)
         hint = f"   @{prompt.completion}? Tab completes" if prompt.completion else ""
         shown = "  ".join(f"◆ {p}" for p in ctx) if ctx else "none yet: type @path or press c on a file"
-        self.query_one("#context", Static).update(f"Context: {shown}{hint}")
+        self.query_one("#context", Line).set(f"Context: {shown}{hint}")
         self.query_one(FileTree).set_badges(context=set(ctx))
 
     def _render_queue(self) -> None:
@@ -347,6 +398,7 @@ class SteerApp(App):
         for msg in self.session.queue:
             view.append(ListItem(Static(f"⏳ {msg}")))
         view.display = bool(self.session.queue)
+        self.query_one("#queue-title").display = bool(self.session.queue)
         if self.session.queue and index is not None:
             view.index = min(index, len(self.session.queue) - 1)
 
@@ -417,6 +469,8 @@ class SteerApp(App):
         except ContextError as exc:
             self.notify(str(exc), severity="error")
             return
+        for path in self.session.context:
+            self.run_worker(asyncio.to_thread(warm_lexer, path), group="warm")
         self._frame()
 
     def _add_context(self, raw: str, quiet: bool = True) -> None:

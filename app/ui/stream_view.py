@@ -11,9 +11,12 @@ from __future__ import annotations
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual.binding import Binding
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from app.ui.growing import set_virtual_size
 
 STYLES = ("text", "user", "sep", "error", "dim")
 
@@ -38,9 +41,23 @@ def _wrap(line: str, width: int) -> list[tuple[int, int]]:
 
 
 class StreamView(ScrollView, can_focus=True):
+    """Two modes. Tail (the default): the view shows the last rows, drawn from the end with no
+    scrolling at all, because in Textual every scroll re-arranges the whole screen and a
+    stream scrolls every frame. Scroll up (wheel, keys) and it becomes an ordinary scroll
+    view with a scrollbar; back at the end, it tails again."""
+
     COMPONENT_CLASSES = {f"streamview--{s}" for s in STYLES}
+    BINDINGS = [
+        Binding("up", "scroll_by(-1)", show=False),
+        Binding("down", "scroll_by(1)", show=False),
+        Binding("pageup", "scroll_by(-20)", show=False),
+        Binding("pagedown", "scroll_by(20)", show=False),
+        Binding("home", "scroll_by(-1000000000)", show=False),
+        Binding("end", "scroll_by(1000000000)", show=False),
+    ]
     DEFAULT_CSS = """
-    StreamView { background: $surface; overflow-x: hidden; scrollbar-gutter: stable; scrollbar-size-vertical: 1; }
+    StreamView { background: $surface; scrollbar-background: $surface; scrollbar-background-hover: $surface; scrollbar-background-active: $surface; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
+    StreamView.-tail { scrollbar-size-vertical: 0; }
     StreamView > .streamview--text { color: $text; }
     StreamView > .streamview--user { color: $accent; text-style: bold; }
     StreamView > .streamview--sep { color: $text-muted; }
@@ -56,7 +73,9 @@ class StreamView(ScrollView, can_focus=True):
         self._first_row: list[int] = []  # first row of each line
         self._width = 0
         self._cache: dict[int, Strip] = {}
-        self._follow = True  # stick to the end until the user scrolls up, and again once back
+        self._style_of: dict[str, Style] = {}  # component styles, resolved once per theme
+        self.tail = True
+        self.add_class("-tail")
 
     # -- content ---------------------------------------------------------------------------
     @property
@@ -66,7 +85,7 @@ class StreamView(ScrollView, can_focus=True):
     def clear(self) -> None:
         self._lines, self._styles, self._rows, self._first_row = [], [], [], []
         self._cache.clear()
-        self.virtual_size = Size(self._width, 0)
+        self._set_tail(True)
         self.refresh()
 
     def write(self, text: str, style: str = "text") -> None:
@@ -96,12 +115,7 @@ class StreamView(ScrollView, can_focus=True):
             self.write("\n")
         self.write(text + "\n", style)
 
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        self._follow = new_value >= self.max_scroll_y
-
     def _rewrap_from(self, first: int) -> None:
-        at_end = self._follow
         start_row = self._first_row[first]
         del self._rows[start_row:]
         width = max(1, self.scrollable_content_region.width or self._width or 80)
@@ -110,12 +124,52 @@ class StreamView(ScrollView, can_focus=True):
             self._rows += [(i, s, e) for s, e in _wrap(self._lines[i], width)]
         for r in [r for r in self._cache if r >= start_row]:
             del self._cache[r]
-        self.virtual_size = Size(width, len(self._rows))
-        self.refresh_lines(start_row, max(1, len(self._rows) - start_row))
-        if at_end:
-            # scroll now (the new text shows this frame); the scrollbar may only appear with
-            # the next layout, so put its thumb where the view is once it does
-            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+        if self.tail:
+            # every visible row moves up by the new rows: repaint the view, never scroll it
+            set_virtual_size(self, Size(width, 0))
+            self.refresh()
+        else:
+            set_virtual_size(self, Size(width, len(self._rows)))
+            self.refresh_lines(start_row, max(1, len(self._rows) - start_row))
+
+    # -- tail / scroll ---------------------------------------------------------------------
+    def _tail_top(self) -> int:
+        return max(0, len(self._rows) - self.size.height)
+
+    def _set_tail(self, tail: bool) -> None:
+        if tail == self.tail:
+            return
+        top = self._tail_top()
+        self.tail = tail
+        self.set_class(tail, "-tail")
+        width = self._width or self.size.width
+        if tail:
+            set_virtual_size(self, Size(width, 0))
+            self.scroll_to(y=0, animate=False, immediate=True, force=True)
+        else:
+            set_virtual_size(self, Size(width, len(self._rows)))
+            self.scroll_to(y=top, animate=False, immediate=True, force=True)
+        self.refresh()
+
+    def action_scroll_by(self, rows: int) -> None:
+        if self.tail:
+            if rows >= 0:
+                return
+            self._set_tail(False)
+        y = max(0, min(self.max_scroll_y, int(self.scroll_offset.y) + rows))
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        if y >= self.max_scroll_y:
+            self._set_tail(True)
+
+    def _on_mouse_scroll_up(self, event) -> None:
+        event.prevent_default()
+        event.stop()
+        self.action_scroll_by(-3)
+
+    def _on_mouse_scroll_down(self, event) -> None:
+        event.prevent_default()
+        event.stop()
+        self.action_scroll_by(3)
 
     # -- rendering -------------------------------------------------------------------------
     def on_resize(self) -> None:
@@ -129,21 +183,26 @@ class StreamView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._style_of.clear()
 
     def render_line(self, y: int) -> Strip:
-        if y == 0 and self.show_vertical_scrollbar:
-            # a scrollbar that appeared after we scrolled (to follow the stream) starts at 0
-            bar = self.vertical_scrollbar
-            if bar.position != self.scroll_offset.y:
-                bar.position = self.scroll_offset.y
-        row = int(self.scroll_offset.y) + y
+        row = (self._tail_top() if self.tail else int(self.scroll_offset.y)) + y
         width = self.scrollable_content_region.width
         strip = self._cache.get(row)
         if strip is None:
+            base = self._style_of.get("")
+            if base is None:
+                base = self._style_of[""] = self.rich_style
             if row >= len(self._rows):
-                return Strip.blank(width, self.rich_style)
+                return Strip.blank(width, base)
             line, s, e = self._rows[row]
-            style: Style = self.get_component_rich_style(f"streamview--{self._styles[line]}")
-            strip = Strip([Segment(self._lines[line][s:e], style)]).extend_cell_length(width, self.rich_style)
+            name = self._styles[line]
+            style = self._style_of.get(name)
+            if style is None:
+                style = self._style_of[name] = self.get_component_rich_style(f"streamview--{name}")
+            strip = Strip([Segment(self._lines[line][s:e], style)], e - s if self._lines[line].isascii() else None
+                          ).extend_cell_length(width, base)
+            if len(self._cache) > 2000:  # rows far from the view are cheap to redo
+                self._cache.clear()
             self._cache[row] = strip
         return strip

@@ -1,0 +1,244 @@
+"""The real app, headless, against `steer serve --replay` on 127.0.0.1 (a separate process, so
+the app's CPU is measured alone), streaming a recorded ~20,000-token answer that edits a
+5,000-line file at several rates.
+
+Figures per rate: achieved tokens/s (what the client consumed, first to last token),
+token-to-screen latency (a token's arrival at the client to the first screen update that
+includes it: the frame that takes it, then the compositor's render), frames per second,
+CPU seconds per 1,000 tokens, peak RSS. Then Esc-to-stopped: a key event posted mid-stream
+to the moment the generation is stopped and the screen has been redrawn. Then first paint
+of the app on a 50,000-file repository, in a fresh process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from textual import events
+
+from app.bench.fixtures import big_file, search_replace_answer
+from app.server.chat_server import split_tokens
+
+
+def _pct(xs: list[float], p: float) -> float | None:
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p))]
+
+
+class _Stamped(list):
+    """turn.chunks, recording when each chunk arrived (bench only)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def append(self, item: str) -> None:
+        self.times.append(time.perf_counter())
+        super().append(item)
+
+
+def _server(answer_file: Path, rate: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--replay", str(answer_file),
+                             "--rate", str(rate), "--port", "0"], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError(f"steer serve did not start: {line!r}")
+    return proc, line.rsplit(" ", 1)[-1].strip()
+
+
+def _workspace(tmp: Path) -> tuple[Path, Path]:
+    root = tmp / "bench"
+    root.mkdir()
+    lines = big_file(5_000)
+    (root / "big.py").write_text("\n".join(lines) + "\n")
+    answer, _ = search_replace_answer("big.py", lines, 20_000)
+    answer_file = tmp / "answer.txt"
+    answer_file.write_text(answer)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root, answer_file
+
+
+def _instrument(app) -> tuple[list[float], list[tuple[float, int]]]:
+    displays: list[float] = []
+    frames: list[tuple[float, int]] = []  # (time, chunks taken so far)
+    original = app._display
+
+    def display(screen, renderable) -> None:
+        original(screen, renderable)
+        if renderable is not None:
+            displays.append(time.perf_counter())
+
+    app._display = display
+    app.on_frame = lambda: frames.append((time.perf_counter(), app._chunk_i))
+    return displays, frames
+
+
+async def _one_rate(root: Path, answer_file: Path, rate: float) -> dict:
+    from app.providers.openai_chat import OpenAIChat
+    from app.ui.app import SteerApp
+
+    proc, url = _server(answer_file, rate)
+    try:
+        app = SteerApp(root, OpenAIChat(url, "replay"), context=["big.py"], watch_files=False, blink=False)
+        async with app.run_test(headless=True, size=(160, 48)) as pilot:
+            await pilot.pause(0.2)
+            displays, frames = _instrument(app)
+            cpu0 = time.process_time()
+            app.send("apply the recorded edits")
+            turn = app.session.turn
+            turn.chunks = _Stamped()
+            while app.session.streaming:
+                await asyncio.sleep(0.005)
+            await pilot.pause(0.1)
+            cpu = time.process_time() - cpu0
+            arrivals = turn.chunks.times
+            lat = []
+            fi = di = 0
+            for i, ta in enumerate(arrivals):
+                while fi < len(frames) and frames[fi][1] <= i:
+                    fi += 1
+                if fi == len(frames):
+                    break
+                tf = frames[fi][0]
+                while di < len(displays) and displays[di] < tf:
+                    di += 1
+                if di == len(displays):
+                    break
+                lat.append((displays[di] - ta) * 1000)
+            span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0
+            in_stream = [d for d in displays if arrivals and arrivals[0] <= d <= arrivals[-1]]
+            return {
+                "offered_tokens_per_s": rate or "unthrottled",
+                "tokens": turn.deltas,
+                "hunks": len(app.session.pending.hunks),
+                "achieved_tokens_per_s": round((len(arrivals) - 1) / span) if span else None,
+                "token_to_screen_ms_p50": round(_pct(lat, 0.5), 2) if lat else None,
+                "token_to_screen_ms_p99": round(_pct(lat, 0.99), 2) if lat else None,
+                "frames_per_s": round(len(in_stream) / span, 1) if span else None,
+                "cpu_s_per_1000_tokens": round(cpu / max(1, turn.deltas) * 1000, 4),
+                "state": turn.state,
+            }
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def _esc_trials(root: Path, answer_file: Path, trials: int) -> dict:
+    from app.providers.openai_chat import OpenAIChat
+    from app.ui.app import SteerApp
+
+    proc, url = _server(answer_file, 5000)
+    rnd = random.Random(5)
+    stops: list[float] = []
+    try:
+        app = SteerApp(root, OpenAIChat(url, "replay"), context=["big.py"], watch_files=False, blink=False)
+        async with app.run_test(headless=True, size=(160, 48)) as pilot:
+            await pilot.pause(0.2)
+            displays, _ = _instrument(app)
+            for _ in range(trials):
+                app.send("apply the recorded edits")
+                await asyncio.sleep(0.1 + rnd.random() * 0.3)
+                if not app.session.streaming:
+                    continue
+                t0 = time.perf_counter()
+                n = len(displays)
+                app.post_message(events.Key("escape", None))
+                while app.session.streaming or len(displays) == n:
+                    await asyncio.sleep(0)
+                stops.append((time.perf_counter() - t0) * 1000)
+                assert app.session.turn.state == "interrupted"
+                app.session.review.reject_all()  # next trial starts a fresh change set
+                await pilot.pause(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    return {"trials": len(stops), "esc_to_stopped_ms_p50": round(_pct(stops, 0.5), 2) if stops else None,
+            "esc_to_stopped_ms_p99": round(_pct(stops, 0.99), 2) if stops else None,
+            "esc_to_stopped_ms_max": round(max(stops), 2) if stops else None}
+
+
+FIRST_PAINT = """
+import asyncio, json, resource, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+from app.providers.openai_chat import OpenAIChat
+from app.ui.app import SteerApp
+
+async def main():
+    app = SteerApp(Path(sys.argv[1]), OpenAIChat("http://127.0.0.1:9/v1", "x"), watch_files=False)
+    out = {}
+    original = app._display
+    def display(screen, renderable):
+        original(screen, renderable)
+        if renderable is not None and "first_paint_s" not in out:
+            out["first_paint_s"] = time.perf_counter() - t0
+    app._display = display
+    async with app.run_test(headless=True, size=(160, 48)) as pilot:
+        while not app.files:
+            await asyncio.sleep(0.01)
+        out["files_listed"] = len(app.files)
+        out["tree_ready_s"] = time.perf_counter() - t0
+        await pilot.pause(0.2)
+    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def _first_paint(tmp: Path, n_files: int = 50_000) -> dict:
+    root = tmp / "big-repo"
+    for i in range(n_files):
+        d = root / f"pkg{i // 1000:02d}" / f"mod{(i // 100) % 10}"
+        if i % 100 == 0:
+            d.mkdir(parents=True, exist_ok=True)
+        (d / f"file{i}.py").write_text(f"x = {i}\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    runs = []
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", FIRST_PAINT, str(root)], capture_output=True,
+                             text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr[-2000:])
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {
+        "files": runs[0]["files_listed"],
+        "first_paint_s_median": round(statistics.median(r["first_paint_s"] for r in runs), 3),
+        "tree_ready_s_median": round(statistics.median(r["tree_ready_s"] for r in runs), 3),
+        "rss_mb_max": round(max(r["rss_mb"] for r in runs), 1),
+    }
+
+
+def run(rates: list[float], tokens: int = 20_000, esc_trials: int = 20) -> dict:
+    del tokens  # the recorded answer is ~20,000 tokens (bench.fixtures)
+    with tempfile.TemporaryDirectory() as tmp:
+        root, answer_file = _workspace(Path(tmp))
+        n_tokens = len(split_tokens(answer_file.read_text()))
+        results = [asyncio.run(_one_rate(root, answer_file, r)) for r in rates]
+        esc = asyncio.run(_esc_trials(root, answer_file, esc_trials))
+        first = _first_paint(Path(tmp))
+    return {
+        "bench": "tui",
+        "answer_tokens": n_tokens,
+        "file_lines": 5000,
+        "rates": results,
+        "esc": esc,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "first_paint_50k_files": first,
+        "targets": {"keeps_up_with_tokens_per_s": 20_000, "token_to_screen_ms_p99_at_5000": 33,
+                    "esc_to_stopped_ms_p99": 50, "rss_mb": 200, "first_paint_s": 1.0},
+    }
