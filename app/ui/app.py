@@ -122,6 +122,7 @@ class SteerApp(App):
         self._last_prose: str | None = None
         self._errors_i = 0
         self._status_at = 0.0
+        self._bottom_at = 0.0
         self._status = ""
         self._was_live = False
         self._write_lock = asyncio.Lock()
@@ -186,6 +187,9 @@ class SteerApp(App):
         self.set_interval(IDLE_TICK, self._frame)
         gc.freeze()  # what start-up built stays: keep it out of every later collection
         self.run_worker(self._load_files(), group="files")
+        warm = getattr(self.session.provider, "warm", None)
+        if warm is not None:  # the embedded model loads while you type, not after you ask
+            self.run_worker(asyncio.to_thread(warm), group="warm")
         if self.watch_files:
             self.run_worker(self._watch(), group="watch")
 
@@ -204,7 +208,7 @@ class SteerApp(App):
         """New text arrived: make sure a screen update is coming (one per frame at most:
         the session calls this again only after the frame took what it had)."""
         if self._ui_ready:
-            self.query_one("#status", Line).refresh()
+            self.query_one("#stream-title", Line).refresh()  # in the pane that changes anyway
 
     def _frame(self) -> None:
         """Everything that arrived since the last frame, rendered once."""
@@ -364,21 +368,38 @@ class SteerApp(App):
         return next((h for h in pending.hunks if h.state in OPEN), None)
 
     def _render_status(self, force: bool = False) -> None:
+        """Live figures go in the Answer pane's title; the bottom line says where the review
+        stands. Textual repaints the bounding box of everything that changed in a frame, so a
+        full-width line changing together with the panes would repaint the whole screen: the
+        bottom line changes at most once a second while the answer streams."""
         now = time.perf_counter()
+        turn = self.session.turn
+        live = turn is not None and turn.live
         if not force and now - self._status_at < STATUS_EVERY:
             return
         self._status_at = now
-        turn = self.session.turn
         if turn is None:
-            text = f"{self._provider_label()} · idle · format {self.session.fmt_choice}"
+            title = "Answer"
         else:
-            text = status_text(self.session.provider, turn)
-            pending = self.session.pending
-            if pending is not None:
-                hs = pending.hunks
-                n_open = sum(1 for h in hs if h.state in OPEN)
-                n_acc = sum(1 for h in hs if h.state == HunkState.ACCEPTED)
-                text += f" · hunks {len(hs)} ({n_open} open, {n_acc} accepted)"
+            # the provider is in the header and the bottom line; the title keeps the figures
+            title = f"Answer · {status_text(self.session.provider, turn, with_provider=False)}"
+        self.query_one("#stream-title", Line).set(title)
+        if live and not force and now - self._bottom_at < 1.0:
+            return
+        self._bottom_at = now
+        text = f"{self._provider_label()} · format {self.session.fmt if turn else self.session.fmt_choice}"
+        pending = self.session.pending
+        if turn is None or pending is None:
+            text += " · idle: type an instruction below"
+        else:
+            hs = pending.hunks
+            n_open = sum(1 for h in hs if h.state in OPEN)
+            n_acc = sum(1 for h in hs if h.state == HunkState.ACCEPTED)
+            n_rej = sum(1 for h in hs if h.state == HunkState.REJECTED)
+            text += (f" · {turn.state} · {len(hs)} hunks: {n_open} open, {n_acc} accepted, "
+                     f"{n_rej} rejected")
+            if pending.errors:
+                text += f" · {len(pending.errors)} edit(s) refused"
         if text != self._status:
             self._status = text
             self.query_one("#status", Line).set(text)

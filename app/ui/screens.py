@@ -78,8 +78,8 @@ class HelpScreen(ModalScreen[None]):
             yield Label("steer — keys", id="help-title")
             with VerticalScroll():
                 yield Static(table)
-            yield Label("Rebind any of these in ~/.config/steer/config.toml under \\[keys] "
-                        "(action = \"key\"); Esc closes.", id="help-foot")
+            yield Label("Esc closes. Rebind keys in ~/.config/steer/config.toml, under \\[keys]: "
+                        "action = \"key\".", id="help-foot")
 
 
 class HunkEditor(ModalScreen[list[str] | None]):

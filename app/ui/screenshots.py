@@ -145,13 +145,15 @@ def demo_repo(parent: Path) -> Path:
 
 def render(scenario: Scenario, parent: Path) -> str:
     """The SVG of one scenario, in a fresh demo repository under `parent`."""
+    from app.config import Settings
     from app.providers.openai_chat import OpenAIChat
     from app.ui.app import SteerApp
 
     root = demo_repo(parent)
     with ServerThread(replay=CALC_ANSWER, faults=scenario.faults) as server:
-        app = SteerApp(root, OpenAIChat(server.base_url, "replay"), context=["calc.py"],
-                       watch_files=False, blink=False)
+        # the recorded answer is search/replace blocks: say so, as a user's --format would
+        app = SteerApp(root, OpenAIChat(server.base_url, "replay"), Settings(format="search_replace"),
+                       context=["calc.py"], watch_files=False, blink=False)
         return take_svg_screenshot(app, terminal_size=SIZE, run_before=scenario.run, title="steer")
 
 
