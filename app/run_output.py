@@ -19,9 +19,9 @@ def status_text(provider, turn: Turn, *, with_provider: bool = True) -> str:
     parts = [(f"{provider.name}:{provider.model}" if provider.model else provider.name)
              if with_provider else None,
              turn.state,
-             f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
+             f"{rate:,.0f} tok/s" if rate else None,  # what matters most first: narrow panes crop
              f"{turn.tokens} tok",
-             f"{rate:,.0f} tok/s" if rate else None,
+             f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
              f"{turn.elapsed:.1f}s"]
     return " · ".join(p for p in parts if p)
 

@@ -113,12 +113,18 @@ class FileTree(Tree[str]):
             changed |= {k for k in keys if (k in old) != (k in new) or (
                 isinstance(old, dict) and old.get(k) != new.get(k))}
             setattr(self, name, new)
+        # folders show that something inside them is pending: relabel each changed path's
+        # folders too, once each (a status of 50,000 files shares a few hundred folders), and
+        # only nodes the tree has built (folders load lazily; a new node gets its label then)
+        todo: set[str] = set()
         for path in changed:
-            self._relabel(path)
+            todo.add(path)
             parent = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
-            while parent:  # folders show that something inside them is pending
-                self._relabel(parent)
+            while parent and parent not in todo:
+                todo.add(parent)
                 parent = parent[:-1].rsplit("/", 1)[0] + "/" if "/" in parent[:-1] else ""
+        for path in todo:
+            self._relabel(path)
 
     def _relabel(self, path: str) -> None:
         node = self._by_path.get(path)

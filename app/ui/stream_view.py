@@ -22,19 +22,31 @@ STYLES = ("text", "user", "sep", "error", "dim")
 
 
 def _wrap(line: str, width: int) -> list[tuple[int, int]]:
-    """(start, end) character spans of `line` cut to `width` cells."""
+    """(start, end) character spans of `line` cut to `width` cells, after the last space of
+    a row where there is one (prose reads as words), mid-word only where there is none. A
+    row may run past the width by the spaces it ends with; they are cropped when drawn."""
     if width <= 0:
         return [(0, len(line))]
     if line.isascii():
-        if len(line) <= width:
-            return [(0, len(line))]
-        return [(i, min(i + width, len(line))) for i in range(0, len(line), width)]
-    spans, start, cells = [], 0, 0
+        spans, start, n = [], 0, len(line)
+        while n - start > width:
+            cut = line.rfind(" ", start + 1, start + width + 1)
+            end = cut + 1 if cut > 0 else start + width
+            spans.append((start, end))
+            start = end
+        if start < n or not spans:
+            spans.append((start, n))
+        return spans
+    spans, start, cells, space = [], 0, 0, -1
     for i, ch in enumerate(line):
         w = cell_len(ch)
-        if cells + w > width and i > start:
-            spans.append((start, i))
-            start, cells = i, 0
+        if cells + w > width and i > start and ch != " ":
+            end = space + 1 if space > start else i
+            spans.append((start, end))
+            cells = cell_len(line[end:i])
+            start, space = end, -1
+        if ch == " ":
+            space = i
         cells += w
     spans.append((start, len(line)))
     return spans
@@ -201,7 +213,7 @@ class StreamView(ScrollView, can_focus=True):
             if style is None:
                 style = self._style_of[name] = self.get_component_rich_style(f"streamview--{name}")
             strip = Strip([Segment(self._lines[line][s:e], style)], e - s if self._lines[line].isascii() else None
-                          ).extend_cell_length(width, base)
+                          ).crop_extend(0, width, base)
             if len(self._cache) > 2000:  # rows far from the view are cheap to redo
                 self._cache.clear()
             self._cache[row] = strip
