@@ -51,6 +51,7 @@ class Faults:
 class ServerStats:
     requests: list[float] = field(default_factory=list)  # wall-clock time each request arrived
     bodies: list[dict] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # names lower-cased
 
 
 def _chunk(cid: str, model: str, created: int, delta: dict, finish: str | None = None) -> bytes:
@@ -98,6 +99,7 @@ class ChatServer:
         if req.method != "POST" or req.path.rstrip("/") != "/v1/chat/completions":
             return HttpResponse.json({"error": {"message": f"no route {req.method} {req.path}"}}, 404)
         self.stats.requests.append(time.time())
+        self.stats.headers.append(dict(req.headers))
         try:
             body = req.json()
             messages = body["messages"]

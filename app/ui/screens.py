@@ -69,17 +69,18 @@ class HelpScreen(ModalScreen[None]):
         table.add_column(style="bold")
         table.add_column(style="bold")
         table.add_column()
+        table.add_column(style="dim")  # the name to rebind it by
         section = ""
         for sec, action, what in HELP:
             table.add_row(Text(sec if sec != section else "", style="italic"),
-                          pretty_keys(self.keys.get(action, "—")), what)
+                          pretty_keys(self.keys.get(action, "—")), what, action)
             section = sec
         with Vertical(id="help"):
             yield Label("steer — keys", id="help-title")
             with VerticalScroll():
                 yield Static(table)
-            yield Label("Esc closes. Rebind keys in ~/.config/steer/config.toml, under \\[keys]: "
-                        "action = \"key\".", id="help-foot")
+            yield Label("Esc closes. Rebind in ~/.config/steer/config.toml under \\[keys], by the names "
+                        "on the right: accept_hunk = \"a\".", id="help-foot")
 
 
 class HunkEditor(ModalScreen[list[str] | None]):

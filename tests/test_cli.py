@@ -1,0 +1,277 @@
+"""`steer run` and `steer undo` end to end: the real CLI in a subprocess, a real git repository
+in a temp dir, a real OpenAI-compatible server on 127.0.0.1 (replaying a recorded answer, with
+faults where a test needs one), and the embedded model where marked."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, init_repo
+
+from app.server.chat_server import Faults, ServerThread, split_tokens
+
+STEER = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
+SRC = "".join(f"line {i}\n" for i in range(1, 21))
+KEY = "sk-test-5f1e9c0ffee0123456789abcdef"
+
+
+def sr(path: str, search: str, replace: str) -> str:
+    return f"{path}\n```\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```\n"
+
+
+ANSWER = ("Two small changes.\n\n" + sr("f.txt", "line 3\n", "line three\n")
+          + sr("f.txt", "line 10\n", "line ten\nline ten b\n") + "\nDone.\n")
+EXPECTED = SRC.replace("line 3\n", "line three\n").replace("line 10\n", "line ten\nline ten b\n")
+
+
+def steer(root: Path, *args: str, env: dict[str, str] | None = None,
+          timeout: float = 120) -> subprocess.CompletedProcess:
+    e = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **(env or {})}
+    return subprocess.run([*STEER, *args], cwd=root, env=e, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def served(answer: str = ANSWER, **faults: object) -> ServerThread:
+    return ServerThread(replay=answer, faults=Faults(**faults))  # type: ignore[arg-type]
+
+
+def run_args(server, *extra: str) -> list[str]:
+    return ["run", "edit it", "-f", "f.txt", "--base-url", server.base_url, "--model", "replay",
+            "--format", "search_replace", *extra]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return init_repo(tmp_path / "r", {"f.txt": SRC, "other.txt": "keep me\n"})
+
+
+def clean(root: Path) -> bool:
+    return git(root, "status", "--porcelain") == ""
+
+
+# -- the happy path --------------------------------------------------------------------------
+def test_accept_all_writes_exactly_the_proposal_and_the_printed_diff_applies(repo, tmp_path):
+    with served() as server:
+        out = steer(repo, *run_args(server, "--accept", "all"))
+    assert out.returncode == 0, out.stderr
+    assert (repo / "f.txt").read_text() == EXPECTED
+    assert (repo / "other.txt").read_text() == "keep me\n"
+    assert "accepted 2 hunk(s)" in out.stderr and "Two small changes." in out.stderr
+    # the diff on stdout is what `git apply` takes, and it gives the same file
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy)
+    git(copy, "checkout", "--", "f.txt")
+    (tmp_path / "p.diff").write_text(out.stdout)
+    git(copy, "apply", str(tmp_path / "p.diff"))
+    assert (copy / "f.txt").read_text() == EXPECTED
+
+
+def test_without_accept_the_diff_is_printed_and_nothing_is_written(repo):
+    with served() as server:
+        out = steer(repo, *run_args(server))
+    assert out.returncode == 0, out.stderr
+    assert "-line 3\n+line three\n" in out.stdout and "+line ten b\n" in out.stdout
+    assert clean(repo)
+
+
+def test_json_report(repo):
+    with served() as server:
+        out = steer(repo, *run_args(server, "--json", "--accept", "all"))
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    text = json.dumps(rep)
+    assert "Two small changes." in text and "+line three" in text
+    assert rep["exit_code"] == 0 and rep["stats"]["tokens"] == len(split_tokens(ANSWER))
+    assert rep["stats"]["state"] == "done" and rep["files"][0]["path"] == "f.txt"
+    assert (repo / "f.txt").read_text() == EXPECTED
+
+
+# -- an answer cut short writes nothing --------------------------------------------------------
+@pytest.mark.parametrize("fault", [{"drop_after": 20}, {"stall_after": 20, "stall_seconds": 30},
+                                   {"status": 500}, {"malformed_after": 20}])
+def test_an_answer_cut_short_writes_nothing_and_exits_3(repo, fault):
+    assert len(split_tokens(ANSWER)) > 20
+    with served(**fault) as server:
+        out = steer(repo, *run_args(server, "--accept", "all", "--stall-timeout", "1"))
+    assert out.returncode == 3, out.stderr
+    assert "nothing was written" in out.stderr
+    assert clean(repo)
+
+
+def test_connection_refused_is_a_provider_error(repo):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends: nobody listens there
+    out = steer(repo, "run", "x", "-f", "f.txt", "--base-url", f"http://127.0.0.1:{port}/v1",
+                "--model", "m", "--accept", "all")
+    assert out.returncode == 3 and "nothing was written" in out.stderr
+    assert clean(repo)
+
+
+# -- malformed and refused edits ---------------------------------------------------------------
+def test_a_search_block_not_found_is_refused_and_the_others_still_apply(repo):
+    answer = sr("f.txt", "line 3\n", "line three\n") + sr("f.txt", "no such line\n", "x\n")
+    with served(answer) as server:
+        out = steer(repo, *run_args(server, "--accept", "all"))
+    assert out.returncode == 4
+    assert "edit refused" in out.stderr and "f.txt" in out.stderr
+    assert (repo / "f.txt").read_text() == SRC.replace("line 3\n", "line three\n")
+
+
+@pytest.mark.parametrize("path", ["../evil.txt", "/tmp/steer-evil.txt", ".git/config"])
+def test_paths_outside_the_workspace_are_refused(repo, path):
+    answer = f"{path}\n```\nowned\n```\n" + sr("f.txt", "line 3\n", "line three\n")
+    before = (repo / ".git" / "config").read_bytes()
+    with served(answer) as server:
+        out = steer(repo, "run", "x", "-f", "f.txt", "--base-url", server.base_url, "--model", "r",
+                    "--format", "whole", "--accept", "all")
+    assert out.returncode == 4, out.stderr
+    assert "edit refused" in out.stderr
+    assert not (repo.parent / "evil.txt").exists() and not Path("/tmp/steer-evil.txt").exists()
+    assert (repo / ".git" / "config").read_bytes() == before
+
+
+# -- usage and configuration errors ------------------------------------------------------------
+def test_a_binary_context_file_is_a_usage_error(repo):
+    (repo / "blob.bin").write_bytes(b"\x00\x01\x02\xff" * 10)
+    with served() as server:
+        out = steer(repo, "run", "x", "-f", "blob.bin", "--base-url", server.base_url, "--model", "r")
+        assert out.returncode == 2 and "blob.bin" in out.stderr
+        assert server.stats.requests == []  # refused before anything was sent
+
+
+def test_unknown_provider_is_a_usage_error(repo):
+    out = steer(repo, "run", "x", "--provider", "nope")
+    assert out.returncode == 2 and "nope" in out.stderr
+
+
+def test_a_hosted_preset_without_its_key_is_a_configuration_error(repo):
+    env = {k: "" for k in ("OPENAI_API_KEY", "STEER_API_KEY")}
+    out = steer(repo, "run", "x", "-f", "f.txt", "--provider", "openai", "--model", "gpt-4.1",
+                env=env)
+    assert out.returncode == 2 and "OPENAI_API_KEY" in out.stderr
+
+
+def test_openai_chat_without_a_base_url_is_a_configuration_error(repo):
+    out = steer(repo, "run", "x", "--provider", "openai-chat", "--model", "m")
+    assert out.returncode == 2 and "base" in out.stderr.lower()
+
+
+# -- keys --------------------------------------------------------------------------------------
+def test_the_preset_key_is_sent_as_bearer_and_never_printed(repo):
+    with served() as server:
+        out = steer(repo, *run_args(server, "--provider", "groq", "--json"),
+                    env={"GROQ_API_KEY": KEY, "STEER_API_KEY": ""})
+        assert server.stats.headers[0]["authorization"] == f"Bearer {KEY}"
+    assert out.returncode == 0, out.stderr
+    assert KEY not in out.stdout + out.stderr
+
+
+def test_steer_api_key_overrides_the_preset_variable(repo):
+    with served() as server:
+        out = steer(repo, *run_args(server, "--provider", "groq"),
+                    env={"GROQ_API_KEY": "sk-wrong", "STEER_API_KEY": KEY})
+        assert server.stats.headers[0]["authorization"] == f"Bearer {KEY}"
+    assert out.returncode == 0, out.stderr
+
+
+def test_an_auth_error_does_not_leak_the_key(repo):
+    with served(status=401) as server:
+        out = steer(repo, *run_args(server, "--provider", "groq", "--accept", "all"),
+                    env={"GROQ_API_KEY": KEY, "STEER_API_KEY": ""})
+    assert out.returncode == 3
+    assert KEY not in out.stdout + out.stderr
+    assert clean(repo)
+
+
+# -- undo --------------------------------------------------------------------------------------
+def test_undo_restores_the_exact_bytes_and_deletes_a_created_file(repo):
+    answer = sr("f.txt", "line 3\n", "line three\n") + sr("new.txt", "", "fresh\n")
+    with served(answer) as server:
+        out = steer(repo, "run", "x", "-f", "f.txt", "--base-url", server.base_url, "--model", "r",
+                    "--format", "search_replace", "--accept", "all")
+    assert out.returncode == 0, out.stderr
+    assert (repo / "new.txt").read_text() == "fresh\n"
+    undo = steer(repo, "undo")
+    assert undo.returncode == 0, undo.stderr
+    assert (repo / "f.txt").read_text() == SRC
+    assert not (repo / "new.txt").exists()
+    assert clean(repo)
+
+
+def test_undo_refuses_when_the_accepted_lines_changed_since(repo):
+    with served() as server:
+        assert steer(repo, *run_args(server, "--accept", "all")).returncode == 0
+    mine = EXPECTED.replace("line three\n", "line three, edited by me\n")
+    (repo / "f.txt").write_text(mine)
+    undo = steer(repo, "undo")
+    assert undo.returncode == 4
+    assert "f.txt" in undo.stderr and "changed" in undo.stderr
+    assert (repo / "f.txt").read_text() == mine
+
+
+# -- file formats are kept ---------------------------------------------------------------------
+def test_crlf_bom_and_mode_survive_an_accept(repo):
+    data = "\ufeff" + SRC.replace("\n", "\r\n")
+    (repo / "f.txt").write_bytes(data.encode("utf-8"))
+    os.chmod(repo / "f.txt", 0o755)
+    git(repo, "commit", "-qam", "crlf")
+    with served() as server:
+        out = steer(repo, *run_args(server, "--accept", "all"))
+    assert out.returncode == 0, out.stderr
+    raw = (repo / "f.txt").read_bytes()
+    assert raw == ("\ufeff" + EXPECTED.replace("\n", "\r\n")).encode("utf-8")
+    assert stat.S_IMODE((repo / "f.txt").stat().st_mode) == 0o755
+
+
+# -- the embedded model ------------------------------------------------------------------------
+TINY = "def greet():\n    return 'hi'\n"
+
+
+def _check_model_run(root: Path, out: subprocess.CompletedProcess) -> bool:
+    """What the contract guarantees whatever a 135M model writes: a clean exit, and a file on
+    disk that is exactly what the printed diff says. True when the file changed."""
+    assert out.returncode in (0, 4), out.stderr
+    assert "Traceback" not in out.stderr
+    changed = (root / "greet.py").read_text() != TINY
+    assert changed == ("+++ b/greet.py" in out.stdout and out.returncode == 0), out.stdout
+    return changed
+
+
+@pytest.mark.model
+def test_steer_run_with_the_embedded_model_changes_a_file(tmp_path):
+    root = init_repo(tmp_path / "m", {"greet.py": TINY})
+    out = steer(root, "run", "Add a docstring to greet.", "-f", "greet.py", "--accept", "all",
+                "--max-tokens", "200", timeout=300)
+    # greedy decoding (temperature 0): the same answer every run, and it edits the file
+    assert _check_model_run(root, out), out.stderr
+
+
+@pytest.mark.model
+def test_steer_run_against_steer_serve_on_loopback(tmp_path):
+    root = init_repo(tmp_path / "m", {"greet.py": TINY})
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    e = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    server = subprocess.Popen([*STEER, "serve", "--port", str(port)], env=e, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = server.stdout.readline()  # printed once the model is loaded and listening
+        assert re.search(rf"listening on http://127.0.0.1:{port}/v1", line), line
+        out = steer(root, "run", "Add a docstring to greet.", "-f", "greet.py", "--accept", "all",
+                    "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "smollm2",
+                    "--format", "whole", "--max-tokens", "200", timeout=300)
+    finally:
+        server.terminate()
+        server.wait(10)
+    _check_model_run(root, out)
