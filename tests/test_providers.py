@@ -19,7 +19,7 @@ from app.core.events import Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.providers.base import Request
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer, Faults, split_tokens
-from app.server.http import HttpRequest, HttpResponse
+from app.server.http import HttpRequest, HttpResponse, parse_head
 
 KEY = "sk-test-7f3a9c2e4b1d8065"
 MESSAGES = [{"role": "system", "content": "You are terse."},
@@ -113,13 +113,7 @@ RawHandler = Callable[[RawRequest, asyncio.StreamReader, asyncio.StreamWriter], 
 
 
 async def _read_request(reader: asyncio.StreamReader) -> RawRequest:
-    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-    method, path, _ = head[0].split(" ", 2)
-    headers = {}
-    for line in head[1:]:
-        if ":" in line:
-            k, v = line.split(":", 1)
-            headers[k.strip().lower()] = v.strip()
+    method, path, headers = parse_head(await reader.readuntil(b"\r\n\r\n"))
     body = await reader.readexactly(int(headers.get("content-length", "0")))
     return RawRequest(method, path, headers, body)
 

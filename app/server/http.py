@@ -91,11 +91,8 @@ class HttpServer:
                 await writer.wait_closed()
 
 
-async def _read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError:
-        return None
+def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
+    """(method, path, headers with lower-cased names) of a request's head."""
     lines = head.decode("latin-1").split("\r\n")
     method, path, _version = lines[0].split(" ", 2)
     headers = {}
@@ -103,6 +100,15 @@ async def _read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
         if ":" in line:
             k, v = line.split(":", 1)
             headers[k.strip().lower()] = v.strip()
+    return method, path, headers
+
+
+async def _read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None
+    method, path, headers = parse_head(head)
     n = int(headers.get("content-length", "0"))
     if n > MAX_BODY:
         raise ValueError("request body too large")
