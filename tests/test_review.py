@@ -268,3 +268,15 @@ def test_undo_without_git_uses_the_state_dir(tmp_path, monkeypatch):
     assert (plain / "u.txt").read_text() == "a\nb\n"
     with pytest.raises(UndoRefused, match="nothing to undo"):
         Journal.for_workspace(ws).undo(ws)
+
+
+def test_a_new_answer_clears_the_files_notes_of_the_last_one(ws):
+    """An interrupted answer leaves a note on its file; a redirect or follow-up is a new
+    answer, and the note must not hang over it (it stays in the history)."""
+    answer = "f.txt\n```\n" + SRC.replace("line 3\n", "line three\n")[:40]
+    pending = stream(ws, answer, fmt="whole", context=["f.txt"], complete=False)
+    fd = pending.files["f.txt"]
+    assert fd.errors and "stopped" in fd.errors[0]
+    pending.begin_turn()
+    assert fd.errors == []
+    assert [e.turn for e in pending.errors] == [0] and pending.turn == 1

@@ -76,6 +76,7 @@ class Hunk:
 class EditError:
     path: str | None
     message: str
+    turn: int = 0  # the answer it came from
 
 
 class Resolver(Protocol):
@@ -343,6 +344,10 @@ class PendingDiff:
             self._end(self._cur, EditEnd(False, "the answer stopped inside this edit"))
         self._cur = None
         self.turn += 1
+        for fd in self.files.values():  # the files' notes are about the answer now showing
+            if fd.errors:
+                fd.errors.clear()
+                self.bump(fd.path)
 
     # -- bookkeeping -----------------------------------------------------------------------
     def next_id(self) -> int:
@@ -382,7 +387,7 @@ class PendingDiff:
         raise KeyError(f"no hunk #{hunk_id}")
 
     def error(self, path: str | None, message: str) -> None:
-        self.errors.append(EditError(path, message))
+        self.errors.append(EditError(path, message, self.turn))
         if path in self.files:
             self.files[path].errors.append(message)
         self.bump(path)

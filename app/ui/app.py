@@ -398,8 +398,9 @@ class SteerApp(App):
             n_rej = sum(1 for h in hs if h.state == HunkState.REJECTED)
             text += (f" · {turn.state} · {len(hs)} hunks: {n_open} open, {n_acc} accepted, "
                      f"{n_rej} rejected")
-            if pending.errors:
-                text += f" · {len(pending.errors)} edit(s) refused"
+            refused = sum(1 for e in pending.errors if e.turn == pending.turn)
+            if refused:
+                text += f" · {refused} edit(s) refused"
         if text != self._status:
             self._status = text
             self.query_one("#status", Line).set(text)
