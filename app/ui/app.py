@@ -41,6 +41,7 @@ from app.ui.stream_view import StreamView
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
+DIFF_EVERY = 0.05  # while streaming, the diff pane updates at most 20 times a second
 STATUS_EVERY = 0.1  # the status line's clock and rate need not move faster than this
 
 
@@ -123,6 +124,7 @@ class SteerApp(App):
         self._errors_i = 0
         self._status_at = 0.0
         self._bottom_at = 0.0
+        self._diff_at = 0.0
         self._status = ""
         self._was_live = False
         self._write_lock = asyncio.Lock()
@@ -272,8 +274,16 @@ class SteerApp(App):
                 expl.write_line(f"⚠ {err.message}", "error")
             self._errors_i = len(pending.errors)
             changed = True
+        turn = self.session.turn
+        now = time.perf_counter()
+        if turn is not None and turn.live and now - self._diff_at < DIFF_EVERY:
+            # Textual repaints the bounding box of all that changed in a frame: the diff pane
+            # and the answer pane together are most of the screen. The answer pane goes every
+            # frame; the diff pane's changes wait a frame or two and go together.
+            return changed
         dirty = pending.take_dirty()
         if dirty:
+            self._diff_at = now
             self._sync_diff(pending, dirty)
             changed = True
         return changed
