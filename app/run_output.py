@@ -80,7 +80,6 @@ class LiveStatus:
 def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> dict:
     pending = session.pending
     assert pending is not None
-    t = turn.timings
     return {
         "exit_code": code,
         "instruction": turn.instruction,
@@ -90,11 +89,11 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
         "stats": {
             "state": turn.state,
             "finish_reason": turn.finish_reason,
-            "connect_s": t.connect_s if t else None,
+            "connect_s": turn.connect_time,
             "ttft_s": turn.ttft,
             "tokens": turn.tokens,
             "tokens_per_s": turn.tokens_per_s,
-            "server_tokens_per_s": t.server_tokens_per_s if t else None,
+            "server_tokens_per_s": turn.server_tokens_per_s,
             "elapsed_s": turn.elapsed,
             "prompt_tokens": turn.usage.prompt if turn.usage else None,
         },

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.core.formats import choose_format, make_parser
 from app.core.formats.events import EditBegin, EditEnd, Line, Malformed, OldEnd, Prose
+from app.core.provider import Capabilities
 
 
 def parse(text: str, fmt: str = "search_replace", complete: bool = True):
@@ -110,8 +111,9 @@ def test_crlf_answers_parse_like_lf():
 
 
 def test_choose_format():
-    assert choose_format("local", "SmolLM2", [10]) == "whole"
-    assert choose_format("openai", "gpt-5.3-codex", [900]) == "apply_patch"
-    assert choose_format("groq", "openai/gpt-oss-120b", [900]) == "apply_patch"
-    assert choose_format("openai-chat", "qwen3-coder", [900]) == "search_replace"
-    assert choose_format("openai-chat", "qwen3-coder", [12]) == "whole"
+    plain, tiny = Capabilities(), Capabilities(preferred_format="whole")
+    assert choose_format(tiny, "SmolLM2", [900]) == "whole"  # declared by the back-end
+    assert choose_format(plain, "gpt-5.3-codex", [900]) == "apply_patch"
+    assert choose_format(plain, "openai/gpt-oss-120b", [900]) == "apply_patch"
+    assert choose_format(plain, "qwen3-coder", [900]) == "search_replace"
+    assert choose_format(plain, "qwen3-coder", [12]) == "whole"

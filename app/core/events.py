@@ -1,4 +1,4 @@
-"""What a provider yields while it streams, and what it records about each generation.
+"""What a provider yields while it streams.
 
 Events are slotted dataclasses rather than pydantic models: thousands of them pass per
 second on the hot path and they never cross a process boundary.
@@ -6,7 +6,7 @@ second on the hot path and they never cross a process boundary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 
@@ -27,22 +27,9 @@ class Usage:
 
 
 @dataclass(slots=True)
-class Timings:
-    """Measured by the client; `server_*` figures are copied from the back-end when it sends them."""
-
-    connect_s: float | None = None  # request sent -> response headers (or model loaded)
-    ttft_s: float | None = None  # request sent -> first token
-    total_s: float | None = None  # request sent -> last event
-    tokens: int = 0  # completion tokens (from Usage when the server tells, else counted deltas)
-    server_tokens_per_s: float | None = None
-
-    @property
-    def tokens_per_s(self) -> float | None:
-        """Generation speed after the first token: what the user feels while watching."""
-        if self.total_s is None or self.ttft_s is None or self.tokens < 2:
-            return None
-        span = self.total_s - self.ttft_s
-        return (self.tokens - 1) / span if span > 0 else None
+class Connected:
+    """The back-end answered (response headers arrived, the model is loaded): the turn's
+    clock records the connect time from it."""
 
 
 ErrorKind = Literal["network", "http", "auth", "rate_limit", "stall", "protocol", "model", "cancelled"]
@@ -57,8 +44,10 @@ class Error:
 
 @dataclass(slots=True)
 class Done:
-    finish_reason: str  # "stop", "length", "cancelled", "error", ...
-    timings: Timings = field(default_factory=Timings)
+    finish_reason: str  # "stop", "length", "cancelled", "steered", "error", ...
+    # figures only the server knows (llama-server, Groq and Cerebras send them); everything
+    # the client can time itself is timed once, by the turn (app.core.session.Turn)
+    server_tokens_per_s: float | None = None
 
 
-Event = TextDelta | ReasoningDelta | Usage | Done | Error
+Event = Connected | TextDelta | ReasoningDelta | Usage | Done | Error

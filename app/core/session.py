@@ -18,13 +18,13 @@ from typing import Literal
 
 from app.core import prompts
 from app.core.diff import OPEN, HunkState, PendingDiff
-from app.core.events import Done, Error, ReasoningDelta, TextDelta, Timings, Usage
+from app.core.events import Connected, Done, Error, ReasoningDelta, TextDelta, Usage
 from app.core.formats import choose_format, make_parser
+from app.core.provider import Provider, Request
 from app.core.review import Review
 from app.core.snapshot import Snapshot
 from app.core.textfile import NotText
 from app.core.workspace import Workspace
-from app.providers.base import Provider, Request
 
 TurnState = Literal["connecting", "streaming", "done", "interrupted", "error"]
 
@@ -35,18 +35,21 @@ class ContextError(ValueError):
 
 @dataclass(eq=False)
 class Turn:
+    """One answer, and the one clock that times it (perf_counter seconds)."""
+
     instruction: str
     kind: Literal["ask", "redirect", "follow-up"] = "ask"
     chunks: list[str] = field(default_factory=list)
     size: int = 0  # characters in chunks
     reasoning: list[str] = field(default_factory=list)
     state: TurnState = "connecting"
-    started: float = field(default_factory=time.perf_counter)
+    started: float = field(default_factory=time.perf_counter)  # the request was sent
+    connected: float | None = None  # the back-end answered
     first_token: float | None = None
     ended: float | None = None
     deltas: int = 0
     usage: Usage | None = None
-    timings: Timings | None = None
+    server_tokens_per_s: float | None = None  # the back-end's own figure, when it sends one
     finish_reason: str | None = None
     error: Error | None = None
 
@@ -69,6 +72,10 @@ class Turn:
     @property
     def ttft(self) -> float | None:
         return None if self.first_token is None else self.first_token - self.started
+
+    @property
+    def connect_time(self) -> float | None:
+        return None if self.connected is None else self.connected - self.started
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -202,7 +209,7 @@ class Session:
             self.review = Review(self.ws, self.pending)
             self.history = []
             self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
-                self.provider.name, self.provider.model, [len(s.lines) for s in self._snapshots])
+                self.provider.capabilities, self.provider.model, [len(s.lines) for s in self._snapshots])
             content = prompts.first_message(instruction, self._snapshots)
         else:
             assert self.pending is not None and previous is not None
@@ -212,7 +219,8 @@ class Session:
         assert self.pending is not None
         messages = [{"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
                     {"role": "user", "content": content}]
-        prefill = prompts.prefill(self.fmt, self._snapshots) if self.provider.name == "local" else ""
+        caps = self.provider.capabilities
+        prefill = prompts.prefill(self.fmt, self._snapshots) if caps.prefill else ""
         turn = Turn(instruction, kind)
         self.turns.append(turn)
         known = frozenset(s.path for s in self._snapshots)
@@ -253,13 +261,15 @@ class Session:
                         turn.first_token = time.perf_counter()
                         turn.state = "streaming"
                     turn.reasoning.append(ev.text)
+                elif t is Connected:
+                    turn.connected = time.perf_counter()
                 elif t is Usage:
                     turn.usage = ev
                 elif t is Error:
                     turn.error = ev
                 elif t is Done:
                     turn.finish_reason = ev.finish_reason
-                    turn.timings = ev.timings
+                    turn.server_tokens_per_s = ev.server_tokens_per_s
         except asyncio.CancelledError:
             if turn.live:
                 self._finalize(turn, parser, interrupted=True)

@@ -1,9 +1,9 @@
-"""Settings -> a provider object."""
+"""Settings -> a provider object: the one place that maps a provider name to a back-end."""
 
 from __future__ import annotations
 
 from app.config import Settings, resolve_provider
-from app.providers.base import Provider
+from app.core.provider import Provider
 
 
 def build_provider(s: Settings) -> Provider:

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from app.core.events import Done, Error, Event, TextDelta, Usage
-from app.providers.base import Clock, Request
+from app.core.events import Connected, Done, Error, Event, TextDelta, Usage
+from app.core.provider import Capabilities, Provider, Request
 
 _models: dict[tuple[str, int], tuple[Any, Any, threading.Lock]] = {}
 _load_lock = threading.Lock()
@@ -105,21 +105,21 @@ def _chatml(messages: list[dict[str, str]]) -> str:
         "<|im_start|>assistant\n")
 
 
-class LocalModel:
+class LocalModel(Provider):
     name = "local"
+    # a 135M model copies a file far more reliably than it writes a diff, and it needs the
+    # answer started for it (the file's path and an opening fence)
+    capabilities = Capabilities(warm_up=True, prefill=True, cancel="thread", preferred_format="whole")
 
     def __init__(self, model_path: str | None = None, *, n_ctx: int = 8192) -> None:
         self.model_path = model_path or default_model_path()
         self.model = Path(self.model_path).stem
         self.n_ctx = n_ctx
 
-    async def aclose(self) -> None:
-        return None
-
-    def warm(self) -> None:
-        """Load the model now (blocking: call it off the event loop)."""
+    async def warm(self) -> None:
+        """Load the model in a thread while the user types, not after they ask."""
         try:
-            load(self.model_path, self.n_ctx)
+            await asyncio.to_thread(load, self.model_path, self.n_ctx)
         except Exception:  # noqa: BLE001 - the request reports a broken model, with its message
             pass
 
@@ -127,7 +127,6 @@ class LocalModel:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple] = asyncio.Queue()
         stop = threading.Event()
-        clock = Clock()
 
         def put(*item: object) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, item)
@@ -172,19 +171,18 @@ class LocalModel:
                 item = await queue.get()
                 tag = item[0]
                 if tag == "text":
-                    clock.token()
                     yield TextDelta(item[1])
                 elif tag == "connected":
-                    clock.connected()
+                    yield Connected()
                 elif tag == "done":
                     _, finish, n_prompt, n = item
                     yield Usage(n_prompt, n)
-                    yield Done(finish, clock.done(n))
+                    yield Done(finish)
                     return
                 else:
                     _, kind, message, retryable = item
                     yield Error(kind, message, retryable)
-                    yield Done("error", clock.done())
+                    yield Done("error")
                     return
         finally:
             stop.set()  # cancelling the consumer stops generation at the next token

@@ -14,12 +14,13 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from app.core.events import Done, Error, Event, ReasoningDelta, TextDelta, Usage
-from app.providers.base import Clock, Request
+from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
+from app.core.provider import Capabilities, Provider, Request
 
 
-class OpenAIChat:
+class OpenAIChat(Provider):
     name = "openai-chat"
+    capabilities = Capabilities(predicted_outputs=True, cancel="close")
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = 10.0, stall_timeout: float = 120.0, retries: int = 2,
@@ -64,14 +65,13 @@ class OpenAIChat:
         body = self._body(req)
         attempt = 0
         while True:
-            clock = Clock()
             finish: str | None = None
-            usage_tokens: int | None = None
+            speed: list[float] = []  # the server's own tokens/s, when it reports one
             got_text = False
             retry_after: float | None = None
             try:
                 async with self._client.stream("POST", url, json=body, headers=headers) as resp:
-                    clock.connected()
+                    yield Connected()
                     if resp.status_code != 200:
                         err = await _http_error(resp)
                         err.message = self._redact(err.message)  # some servers echo the key
@@ -79,7 +79,7 @@ class OpenAIChat:
                             retry_after = _retry_after(resp, attempt)
                         else:
                             yield err
-                            yield Done("error", clock.done())
+                            yield Done("error")
                             return
                     else:
                         async for data in _sse_data(resp):
@@ -91,52 +91,52 @@ class OpenAIChat:
                             except ValueError:
                                 yield Error("protocol", self._redact(
                                     f"the server sent malformed JSON: {data[:120]!r}"))
-                                yield Done("error", clock.done())
+                                yield Done("error")
                                 return
                             if obj.get("error"):
                                 e = obj["error"]
                                 msg = e.get("message", str(e)) if isinstance(e, dict) else str(e)
                                 yield Error("model", self._redact(f"the server reported an error: {msg}"))
-                                yield Done("error", clock.done())
+                                yield Done("error")
                                 return
                             for ch in obj.get("choices") or ():
                                 delta = ch.get("delta") or {}
                                 text = delta.get("content")
                                 if text:
-                                    clock.token()
                                     got_text = True
                                     yield TextDelta(text)
                                 thought = delta.get("reasoning_content") or delta.get("reasoning")
                                 if thought:
-                                    clock.token()
                                     yield ReasoningDelta(thought)
                                 if ch.get("finish_reason"):
                                     finish = ch["finish_reason"]
                             usage = obj.get("usage") or (obj.get("x_groq") or {}).get("usage")
                             if usage:
-                                usage_tokens = usage.get("completion_tokens")
-                                yield Usage(usage.get("prompt_tokens", 0), usage_tokens or 0)
-                            _server_speed(obj, clock)
+                                yield Usage(usage.get("prompt_tokens", 0),
+                                            usage.get("completion_tokens") or 0)
+                            rate = _server_speed(obj)
+                            if rate is not None:
+                                speed.append(rate)
             except httpx.ReadTimeout:
                 yield Error("stall", f"no data from {self.base_url} for {self._client.timeout.read:g} s; "
                             "the answer was cut off", retryable=True)
-                yield Done("error", clock.done(usage_tokens))
+                yield Done("error")
                 return
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt < self.retries and not got_text:
                     retry_after = _backoff(attempt)
                 else:
                     yield Error("network", f"cannot connect to {self.base_url}: {_reason(exc)}", retryable=True)
-                    yield Done("error", clock.done())
+                    yield Done("error")
                     return
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
                 yield Error("network", f"the connection to {self.base_url} dropped mid-answer "
                             f"({_reason(exc)}); the answer is incomplete", retryable=True)
-                yield Done("error", clock.done(usage_tokens))
+                yield Done("error")
                 return
             except httpx.HTTPError as exc:
                 yield Error("network", f"{self.base_url}: {_reason(exc)}", retryable=True)
-                yield Done("error", clock.done(usage_tokens))
+                yield Done("error")
                 return
             if retry_after is not None:
                 attempt += 1
@@ -145,9 +145,9 @@ class OpenAIChat:
             if finish is None:
                 yield Error("network", f"the stream from {self.base_url} ended without a finish "
                             "reason; the answer is incomplete", retryable=True)
-                yield Done("error", clock.done(usage_tokens))
+                yield Done("error")
                 return
-            yield Done(finish, clock.done(usage_tokens))
+            yield Done(finish, speed[-1] if speed else None)
             return
 
 
@@ -176,18 +176,19 @@ async def _sse_data(resp: httpx.Response) -> AsyncIterator[str]:
         yield "\n".join(data)
 
 
-def _server_speed(obj: dict, clock: Clock) -> None:
-    t = clock.timings
+def _server_speed(obj: dict) -> float | None:
+    """The generation speed a server reports in its last chunk (llama-server, Cerebras, Groq)."""
     timings = obj.get("timings")  # llama-server
     if isinstance(timings, dict) and timings.get("predicted_per_second"):
-        t.server_tokens_per_s = float(timings["predicted_per_second"])
+        return float(timings["predicted_per_second"])
     info = obj.get("time_info")  # Cerebras
     usage = obj.get("usage") or {}
     if isinstance(info, dict) and info.get("completion_time") and usage.get("completion_tokens"):
-        t.server_tokens_per_s = usage["completion_tokens"] / float(info["completion_time"])
+        return usage["completion_tokens"] / float(info["completion_time"])
     groq = (obj.get("x_groq") or {}).get("usage") or {}
     if groq.get("completion_time") and groq.get("completion_tokens"):
-        t.server_tokens_per_s = groq["completion_tokens"] / float(groq["completion_time"])
+        return groq["completion_tokens"] / float(groq["completion_time"])
+    return None
 
 
 async def _http_error(resp: httpx.Response) -> Error:

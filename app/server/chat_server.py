@@ -192,7 +192,7 @@ class ChatServer:
 
     async def _generate(self, messages: list[dict], body: dict) -> AsyncIterator[str]:
         from app.core.events import Error, TextDelta
-        from app.providers.base import Request
+        from app.core.provider import Request
 
         assert self._local is not None
         req = Request(messages, max_tokens=body.get("max_tokens"), temperature=body.get("temperature"))

@@ -28,10 +28,10 @@ from app.core import repo, watch
 from app.core.diff import OPEN, HunkState, PendingDiff
 from app.core.journal import UndoRefused
 from app.core.prompts import fence_lang
+from app.core.provider import Provider
 from app.core.review import AcceptPlan, Outcome, Review
 from app.core.session import ContextError, Session, Turn
 from app.core.workspace import Workspace
-from app.providers.base import Provider
 from app.run_output import status_text
 from app.ui.diff_view import DiffView, warm_lexer
 from app.ui.file_tree import FileTree
@@ -189,9 +189,8 @@ class SteerApp(App):
         self.set_interval(IDLE_TICK, self._frame)
         gc.freeze()  # what start-up built stays: keep it out of every later collection
         self.run_worker(self._load_files(), group="files")
-        warm = getattr(self.session.provider, "warm", None)
-        if warm is not None:  # the embedded model loads while you type, not after you ask
-            self.run_worker(asyncio.to_thread(warm), group="warm")
+        if self.session.provider.capabilities.warm_up:  # the model loads while you type
+            self.run_worker(self.session.provider.warm(), group="warm")
         if self.watch_files:
             self.run_worker(self._watch(), group="watch")
 

@@ -7,11 +7,10 @@ them, since models do not always write what they were asked to.
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from app.core.formats.parser import EditParser
+from app.core.provider import Capabilities
 
-FormatName = Literal["apply_patch", "search_replace", "whole"]
 FORMATS: tuple[str, ...] = ("apply_patch", "search_replace", "whole")
 SMALL_FILE_LINES = 40  # whole-file answers for files this short cost about what a diff does
 
@@ -19,9 +18,9 @@ SMALL_FILE_LINES = 40  # whole-file answers for files this short cost about what
 _OPENAI_MODEL = re.compile(r"(^|/)(gpt-|o\d|codex)", re.IGNORECASE)
 
 
-def choose_format(provider: str, model: str, context_lines: list[int]) -> FormatName:
-    if provider == "local":
-        return "whole"  # a 135M model copies a file far more reliably than it writes a diff
+def choose_format(caps: Capabilities, model: str, context_lines: list[int]) -> str:
+    if caps.preferred_format in FORMATS:
+        return caps.preferred_format  # the back-end knows its model (e.g. a tiny local one)
     if _OPENAI_MODEL.search(model or ""):
         return "apply_patch"
     if context_lines and max(context_lines) <= SMALL_FILE_LINES:

@@ -1,0 +1,73 @@
+"""The contract every back-end implements, and what each one declares it can do.
+
+core drives a back-end only through this module: it never imports app/providers, and no
+behaviour is decided by a provider's name (the name is for display). A back-end subclasses
+`Provider`, declares its `Capabilities`, and the factory (app/providers/factory.py) builds
+it from the settings.
+
+`stream(request)` yields events (app.core.events): `Connected` once the back-end answered
+(response headers, model loaded), then TextDelta / ReasoningDelta / Usage, and exactly one
+Done at the end (preceded by an Error when it failed). Cancelling the task that iterates
+cancels the generation upstream, as `capabilities.cancel` says how.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.core.events import Event
+
+
+@dataclass
+class Request:
+    messages: list[dict[str, str]]
+    model: str = ""
+    max_tokens: int | None = None
+    temperature: float | None = None
+    prefill: str = ""  # the answer's first characters (sent only to `prefill` back-ends)
+    prediction: str | None = None  # predicted output (sent only to `predicted_outputs` ones)
+    extra: dict[str, object] = field(default_factory=dict)  # more body fields, passed as they are
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    warm_up: bool = False  # warm() does real work (loads a model, opens a socket): start it early
+    prefill: bool = False  # continues an answer from Request.prefill
+    native_steer: bool = False  # steer() redirects the running answer without a new request
+    predicted_outputs: bool = False  # honours Request.prediction
+    cancel: Literal["close", "message", "thread"] = "close"  # how a cancel reaches the generation
+    preferred_format: str | None = None  # the edit format this back-end's model writes best
+
+
+class SteerRefused(RuntimeError):
+    """The back-end cannot steer this answer now: cancel and resend instead."""
+
+
+class Provider:
+    """Base class of every back-end. Subclasses set `name`, `model`, `capabilities` and
+    implement `stream`; the rest has safe defaults."""
+
+    name: str = "provider"
+    model: str = ""
+    capabilities: Capabilities = Capabilities()
+
+    def stream(self, request: Request) -> AsyncIterator[Event]:
+        raise NotImplementedError
+
+    async def warm(self) -> None:
+        """Prepare for the first request (load the model, open the connection)."""
+
+    async def steer(self, request: Request) -> AsyncIterator[Event]:
+        """Only with `capabilities.native_steer`: give the answer now streaming a new
+        instruction. The running stream ends (Done("steered")) and the returned iterator
+        streams the answer that continues it. Raises SteerRefused to fall back."""
+        raise SteerRefused(f"{self.name} cannot steer a running answer")
+
+    async def aclose(self) -> None:
+        """Release connections and threads."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}:{self.model}" if self.model else self.name
