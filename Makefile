@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests
 
 screenshots: $(STAMP)
-	$(BIN)/python -m app.ui.screenshots screenshots
+	$(BIN)/python -m app.bench.screenshots screenshots
 
 bench: $(STAMP)
 	$(BIN)/steer bench engine

@@ -76,11 +76,11 @@ def cmd_run(argv: list[str]) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from app.core.render import unified
     from app.core.session import ContextError, Session
     from app.core.workspace import Workspace
     from app.providers.factory import build_provider
-    from app.run_output import LiveStatus, report
+    from app.view.live import LiveStatus, report
+    from app.view.render import unified
 
     try:
         settings = settings_from(args)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from app.bench.demo import CALC_ANSWER
+from app.bench.screenshots import SCENARIOS, SIZE, demo_repo
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ServerThread
 from app.ui.app import SteerApp
-from app.ui.demo import CALC_ANSWER
-from app.ui.screenshots import SCENARIOS, SIZE, demo_repo
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.ui.demo import CALC, CALC_ANSWER
+from app.bench.demo import CALC, CALC_ANSWER
 
 pytestmark = [pytest.mark.tmux,
               pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]

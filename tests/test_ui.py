@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
 from app.core.diff import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer, Faults, split_tokens
 from app.ui.app import SteerApp
-from app.ui.demo import CALC, CALC_ANSWER, SUB_ANSWER
 from app.ui.diff_view import DiffView
 from app.ui.prompt import PromptInput
 from app.ui.screens import HelpScreen, HunkEditor
@@ -210,23 +210,46 @@ async def test_queued_messages_can_be_edited_and_dropped(demo):
             assert app.focused is app.query_one(PromptInput)
 
 
-async def test_escape_in_an_empty_prompt_goes_to_the_diff_and_back(demo):
+async def test_esc_never_moves_keys_between_typing_and_reviewing(demo):
+    """The focus model: Tab switches between the prompt and the review, Esc never does (a
+    review key must not land in the prompt as text, nor a letter in the diff as a decision);
+    a printable key that is no review key starts a message; the context line says where
+    keys go."""
+    seen = []
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app
-        async with app.run_test(size=SIZE) as pilot:
-            assert app.focused is app.query_one(PromptInput)
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            prompt, diff = app.query_one(PromptInput), app.query_one(DiffView)
+            context = app.query_one("#context")
+            assert app.focused is prompt and context.text.startswith("✎ typing")
             await pilot.press("escape")
-            assert app.focused is app.query_one(DiffView)
+            assert app.focused is prompt
+            await pilot.press("tab")  # empty prompt: to the review
+            assert app.focused is diff and context.text.startswith("◆ reviewing")
             await pilot.press("escape")
-            assert app.focused is app.query_one(PromptInput)
-            del rig
+            assert app.focused is diff
+            await pilot.press("x")  # not a review key: a message starts, with that letter
+            assert app.focused is prompt and prompt.value == "x"
+            assert any(isinstance(m, DiffView.StartMessage) and m.text == "x" for m in seen)
+            prompt.value = ""
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is diff)
+            await pilot.press("v")  # line mode; Esc leaves it and stays in the review
+            assert diff.line_mode and "LINES" in app.query_one("#diff-title").text
+            await pilot.press("escape")
+            assert not diff.line_mode and app.focused is diff
+            await pilot.press("y")  # a review key in the review decides, never types
+            await until(pilot, lambda: rig.hunks()[0].state == HunkState.ACCEPTED)
+            assert prompt.value == ""
+            await pilot.press("tab")
+            assert app.focused is prompt
 
 
 async def test_at_path_completion_adds_context(demo):
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: "README.md" in app.files)
+            await until(pilot, lambda: "README.md" in app.main.files)
             await pilot.press(*"explain @RDM")
             prompt = app.query_one(PromptInput)
             assert prompt.completion == "README.md"
@@ -282,7 +305,7 @@ async def test_user_themes_load_and_broken_ones_are_reported(demo):
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
-            assert "mine" in app._theme_names and "broken" not in app._theme_names
+            assert "mine" in app.theme_names and "broken" not in app.theme_names
             app.theme = "mine"
             await pilot.pause()
             assert app.theme_variables["diff-added-bg"]  # defaults filled in
@@ -304,8 +327,7 @@ async def test_a_change_on_disk_makes_hunks_stale(demo):
             await pilot.press("y")
             await until(pilot, lambda: h2.state == HunkState.CONFLICT)
             assert "# mine" in disk(demo) and "ZeroDivisionError" not in disk(demo)
-            await until(pilot, lambda: app.query_one("#tree")._by_path.get("calc.py") is not None
-                        and "M" in str(app.query_one("#tree")._by_path["calc.py"].label))
+            await until(pilot, lambda: " M" in app.query_one("#tree").label("calc.py"))
 
 
 @pytest.mark.parametrize("rate", [0])

@@ -72,17 +72,12 @@ def _workspace(tmp: Path) -> tuple[Path, Path]:
 
 
 def _instrument(app) -> tuple[list[float], list[tuple[float, int]]]:
+    from app.ui.compat import on_display
+
     displays: list[float] = []
     frames: list[tuple[float, int]] = []  # (time, chunks taken so far)
-    original = app._display
-
-    def display(screen, renderable) -> None:
-        original(screen, renderable)
-        if renderable is not None:
-            displays.append(time.perf_counter())
-
-    app._display = display
-    app.on_frame = lambda: frames.append((time.perf_counter(), app._chunk_i))
+    on_display(app, lambda: displays.append(time.perf_counter()))
+    app.main.on_frame = lambda: frames.append((time.perf_counter(), app.main.sync.chunks))
     return displays, frames
 
 
@@ -97,7 +92,7 @@ async def _one_rate(root: Path, answer_file: Path, rate: float) -> dict:
             await pilot.pause(0.2)
             displays, frames = _instrument(app)
             cpu0 = time.process_time()
-            app.send("apply the recorded edits")
+            app.main.send("apply the recorded edits")
             turn = app.session.turn
             turn.chunks = _Stamped()
             while app.session.streaming:
@@ -149,7 +144,7 @@ async def _esc_trials(root: Path, answer_file: Path, trials: int) -> dict:
             await pilot.pause(0.2)
             displays, _ = _instrument(app)
             for _ in range(trials):
-                app.send("apply the recorded edits")
+                app.main.send("apply the recorded edits")
                 await asyncio.sleep(0.1 + rnd.random() * 0.3)
                 if not app.session.streaming:
                     continue
@@ -178,18 +173,14 @@ from app.providers.openai_chat import OpenAIChat
 from app.ui.app import SteerApp
 
 async def main():
+    from app.ui.compat import on_display
     app = SteerApp(Path(sys.argv[1]), OpenAIChat("http://127.0.0.1:9/v1", "x"), watch_files=False)
     out = {}
-    original = app._display
-    def display(screen, renderable):
-        original(screen, renderable)
-        if renderable is not None and "first_paint_s" not in out:
-            out["first_paint_s"] = time.perf_counter() - t0
-    app._display = display
+    on_display(app, lambda: out.setdefault("first_paint_s", time.perf_counter() - t0))
     async with app.run_test(headless=True, size=(160, 48)) as pilot:
-        while not app.files:
+        while not app.main.files:
             await asyncio.sleep(0.01)
-        out["files_listed"] = len(app.files)
+        out["files_listed"] = len(app.main.files)
         out["tree_ready_s"] = time.perf_counter() - t0
         await pilot.pause(0.2)
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -8,6 +8,7 @@ whose region was touched becomes `conflict` and is not written.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -68,6 +69,36 @@ class Review:
         self.pending = pending
         self.journal = journal or Journal.for_workspace(ws)
         self._undo: list[_Tx] = []
+        self._lock: asyncio.Lock | None = None  # one write at a time (made on first async use)
+
+    # -- async: what a UI calls; the disk part runs in a thread, one write at a time --------
+    @property
+    def lock(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def apply_async(self, plan: AcceptPlan) -> Outcome:
+        async with self.lock:
+            return self.commit(await asyncio.to_thread(self.execute, plan))
+
+    async def undo_async(self) -> str:
+        async with self.lock:
+            entry = self.undo_entry()
+            await asyncio.to_thread(self.journal.undo, self.ws, entry)
+            return self.undo_commit()
+
+    async def recheck_async(self, paths: Iterable[str]) -> list[Hunk]:
+        """After files changed on disk: the hunks whose state flipped (the reads in a thread)."""
+        flipped = []
+        for p in paths:
+            fd = self.pending.files.get(p)
+            if fd is None:
+                continue
+            expected, shift = self.expected(fd)
+            touched = await asyncio.to_thread(Review.touched, self.ws, fd, expected)
+            flipped += self.apply_recheck(fd, touched, shift)
+        return flipped
 
     # -- choosing --------------------------------------------------------------------------
     # plan_* prepare an accept (see `plan`); accept_* also carry it out, in one go.

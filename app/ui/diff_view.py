@@ -15,16 +15,19 @@ from pygments.util import ClassNotFound
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
+from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
+from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.core.diff import FileDiff, Hunk, HunkState
-from app.core.layout import FileLayout, Row
 from app.core.review import line_rows
-from app.ui.growing import set_virtual_size
+from app.ui.actions import bindings
+from app.ui.compat import set_virtual_size
+from app.view.layout import FileLayout, Row
 
 GUTTER = 12  # "12345 12345 " old and new line numbers
 STATE_LABEL = {
@@ -87,24 +90,9 @@ def warm_lexer(path: str) -> None:
 class DiffView(ScrollView, can_focus=True):
     """Shows one FileDiff; keeps a hunk cursor and, in line mode, a line cursor."""
 
-    BINDINGS = [
-        Binding("j,down", "next_hunk", "Next", id="next_hunk"),
-        Binding("k,up", "prev_hunk", "Prev", id="prev_hunk", show=False),
-        Binding("y", "app.accept", "Accept", id="accept_hunk"),
-        Binding("n", "app.reject", "Reject", id="reject_hunk"),
-        Binding("Y", "app.accept_file", "Accept file", id="accept_file"),
-        Binding("N", "app.reject_file", "Reject file", id="reject_file", show=False),
-        Binding("A", "app.accept_all", "Accept all", id="accept_all"),
-        Binding("v", "line_mode", "Lines", id="line_mode"),
-        Binding("space", "pick_line", "Pick", id="pick_line"),
-        Binding("e", "app.edit_hunk", "Edit", id="edit_hunk"),
-        Binding("u", "app.undo", "Undo", id="undo"),
-        Binding("s", "side_by_side", "Split", id="side_by_side", show=False),
-        Binding("g", "first_hunk", "First", show=False),
-        Binding("G", "last_hunk", "Last", show=False),
-        Binding("pagedown", "page_down", show=False),
-        Binding("pageup", "page_up", show=False),
-    ]
+    BINDINGS = [*bindings("diff"),
+                Binding("pagedown", "page_down", show=False),
+                Binding("pageup", "page_up", show=False)]
     COMPONENT_CLASSES = {
         "diffview--file", "diffview--note", "diffview--gap", "diffview--gutter", "diffview--ctx",
         "diffview--del", "diffview--add", "diffview--cursor", "diffview--picked", "diffview--line-cursor",
@@ -137,20 +125,31 @@ class DiffView(ScrollView, can_focus=True):
             self.hunk = hunk
 
     class LeaveFile(Message):
-        """j past the last hunk / k before the first: the app moves to the next file."""
+        """j past the last hunk / k before the first: the screen moves to the next file."""
 
         def __init__(self, step: int) -> None:
             super().__init__()
             self.step = step
+
+    class StartMessage(Message):
+        """A printable key that is no review key: the user started typing a message."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class ModeChanged(Message):
+        """Line mode or the view changed: the screen says so in the pane's title."""
+
+    line_mode: var[bool] = var(False)
+    side_by_side: var[bool] = var(False)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.fd: FileDiff | None = None
         self.file_layout: FileLayout | None = None
         self.rows: list[Row] = []
-        self.side_by_side = False
         self.cursor_id: int | None = None
-        self.line_mode = False
         self.line_cursor = 0
         self.picked: set[int] = set()
         self.syntax = "monokai"
@@ -206,10 +205,17 @@ class DiffView(ScrollView, can_focus=True):
         if first < max(old_len, len(rows)):
             self.refresh_lines(first, max(old_len, len(rows)) - first + 1)
 
-    def set_syntax(self, name: str) -> None:
-        self.syntax = name
-        self._cache.clear()
-        self.refresh()
+    def on_mount(self) -> None:
+        # each theme carries its syntax style; the signal fires once the theme is applied
+        self.set_syntax(self.app.current_theme)
+        self.app.theme_changed_signal.subscribe(self, self.set_syntax)
+
+    def set_syntax(self, theme) -> None:
+        name = theme.variables.get("syntax", "monokai")
+        if name != self.syntax:
+            self.syntax = name
+            self._cache.clear()
+            self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -295,11 +301,32 @@ class DiffView(ScrollView, can_focus=True):
             self.line_mode = False
         else:
             self.side_by_side = False
-            self.refresh_rows()
-            self.line_mode, self.line_cursor = True, 0
+            self.line_cursor = 0
+            self.picked.clear()
+            self.line_mode = True
+
+    def watch_line_mode(self, on: bool) -> None:
+        self.set_class(on, "-line-mode")
+        if not on:
             self.picked.clear()
         self.refresh()
-        self.app.refresh_bindings()
+        self.refresh_bindings()
+        self.post_message(self.ModeChanged())
+
+    def watch_side_by_side(self, on: bool) -> None:
+        if on:
+            self.line_mode = False
+        self.refresh_rows()
+        self.scroll_to_hunk()
+        self.post_message(self.ModeChanged())
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing in the review starts a message, unless the key is one of the review's
+        own (bound here or on the screen, enabled or not: a review key never becomes text)."""
+        if event.is_printable and event.character and event.key not in self.screen.active_bindings:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.StartMessage(event.character))
 
     def action_pick_line(self) -> None:
         if self.line_mode:
@@ -309,9 +336,6 @@ class DiffView(ScrollView, can_focus=True):
 
     def action_side_by_side(self) -> None:
         self.side_by_side = not self.side_by_side
-        self.line_mode = False
-        self.refresh_rows()
-        self.scroll_to_hunk()
 
     # -- rendering -------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rich.text import Text
-from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
+
+from app.ui.actions import bindings
 
 # badge -> theme colour, so badges read well in light and high-contrast themes too
 BADGE_COLOR = {"M": "warning", "A": "success", "+": "success", "D": "error", "R": "secondary",
@@ -21,9 +22,7 @@ BADGE_COLOR = {"M": "warning", "A": "success", "+": "success", "D": "error", "R"
 
 
 class FileTree(Tree[str]):
-    BINDINGS = [
-        Binding("c", "toggle_context", "Context ±", id="toggle_context"),
-    ]
+    BINDINGS = bindings("tree")
 
     class ToggleContext(Message):
         def __init__(self, path: str) -> None:
@@ -85,6 +84,13 @@ class FileTree(Tree[str]):
         d = event.node.data
         if d and d.endswith("/") and d not in self._filled:
             self._fill(d, event.node)
+
+    def has(self, path: str) -> bool:
+        """The tree shows `path` (or will, once its folder is opened)."""
+        if path in self._by_path:
+            return True
+        parent = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+        return path in self._dirs.get(parent, ((), ()))[1]
 
     def reveal(self, path: str) -> None:
         """Expand the folders leading to `path` and put the cursor on it."""
@@ -155,11 +161,18 @@ class FileTree(Tree[str]):
         color = getattr(theme, BADGE_COLOR.get(badge, "accent"), None) or theme.primary
         return f"bold {color}" if bold else color
 
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.relabel_all())
+
     def relabel_all(self) -> None:
-        """After a theme change."""
+        """After a theme change: badges take the theme's colours."""
         for path in list(self._by_path):
             if path:
                 self._relabel(path)
+
+    def label(self, path: str) -> str:
+        """The plain text of `path`'s label, badges included."""
+        return self._label(path).plain
 
     def action_toggle_context(self) -> None:
         node = self.cursor_node

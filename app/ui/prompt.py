@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 
-from textual.binding import Binding
 from textual.message import Message
 from textual.suggester import Suggester
 from textual.widgets import Input
+
+from app.ui.actions import bindings
 
 AT_TOKEN = re.compile(r"(?:^|\s)@(\S*)$")
 
@@ -60,14 +61,15 @@ class _PrefixSuggester(Suggester):
 
 
 class PromptInput(Input):
-    BINDINGS = [
-        Binding("tab", "tab", "Queue / complete", id="queue", priority=True),
-    ]
+    BINDINGS = bindings("prompt")
 
     class Queue(Message):
         def __init__(self, text: str) -> None:
             super().__init__()
             self.text = text
+
+    class Review(Message):
+        """Tab in an empty prompt: the user wants to review (while it streams, too)."""
 
     def __init__(self, *, id: str | None = None, blink: bool = True) -> None:
         super().__init__(placeholder="Ask for a change…  (@path adds a file, Enter sends, "
@@ -94,7 +96,7 @@ class PromptInput(Input):
         if self.value.strip():
             self.post_message(self.Queue(self.value))
             return
-        self.app.action_focus_diff()  # type: ignore[attr-defined]  # review while it streams
+        self.post_message(self.Review())
 
 
 def at_paths(text: str) -> list[str]:

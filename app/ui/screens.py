@@ -11,38 +11,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
 from app.core.diff import Hunk
-
-# (section, action id, what it does) — keys are looked up live, so rebinding shows here
-HELP = [
-    ("Prompt", "send", "send the message; while the model streams: redirect it"),
-    ("Prompt", "queue", "queue the message as a follow-up, complete an @path; empty: go to the diff"),
-    ("Prompt", "interrupt", "stop the model now; in an empty prompt: go to the diff"),
-    ("Review", "next_hunk", "next hunk (past the last: next file)"),
-    ("Review", "prev_hunk", "previous hunk"),
-    ("Review", "accept_hunk", "accept the hunk (in line mode: the picked lines)"),
-    ("Review", "reject_hunk", "reject the hunk"),
-    ("Review", "accept_file", "accept every open hunk of the file"),
-    ("Review", "reject_file", "reject every open hunk of the file"),
-    ("Review", "accept_all", "accept every open hunk of every file"),
-    ("Review", "line_mode", "line mode: pick single lines of the hunk"),
-    ("Review", "pick_line", "in line mode: pick / unpick the line"),
-    ("Review", "edit_hunk", "edit the hunk ($EDITOR, or inline) and accept the result"),
-    ("Review", "undo", "undo the last accept (journaled; works without git)"),
-    ("Review", "side_by_side", "unified / side-by-side view"),
-    ("Files", "toggle_context", "add / remove the file from the model's context"),
-    ("App", "focus_prompt", "go to the prompt"),
-    ("App", "focus_files", "go to the file tree"),
-    ("App", "focus_diff", "go to the diff"),
-    ("App", "theme", "next theme (remembered)"),
-    ("App", "help", "this help"),
-    ("App", "command_palette", "every command, searchable"),
-    ("App", "quit", "quit"),
-]
-
+from app.ui.actions import ACTIONS
 
 _KEY_NAMES = {"down": "↓", "up": "↑", "left": "←", "right": "→", "question_mark": "?",
               "slash": "/", "escape": "Esc", "enter": "Enter", "space": "Space", "tab": "Tab",
               "pagedown": "PgDn", "pageup": "PgUp", "delete": "Del", "backspace": "⌫"}
+
+
+SECTIONS = ["Prompt", "Review", "Files", "Queue", "App"]
 
 
 def pretty_keys(keys: str) -> str:
@@ -50,6 +26,8 @@ def pretty_keys(keys: str) -> str:
     out = []
     for k in keys.split(","):
         k = k.strip()
+        if not k:
+            continue
         if k.startswith("ctrl+"):
             out.append("Ctrl+" + _KEY_NAMES.get(k[5:], k[5:].upper()))
         else:
@@ -71,10 +49,10 @@ class HelpScreen(ModalScreen[None]):
         table.add_column()
         table.add_column(style="dim")  # the name to rebind it by
         section = ""
-        for sec, action, what in HELP:
-            table.add_row(Text(sec if sec != section else "", style="italic"),
-                          pretty_keys(self.keys.get(action, "—")), what, action)
-            section = sec
+        for a in sorted(ACTIONS, key=lambda a: SECTIONS.index(a.section)):
+            table.add_row(Text(a.section if a.section != section else "", style="italic"),
+                          pretty_keys(self.keys.get(a.id, "")) or "(palette)", a.help, a.id)
+            section = a.section
         with Vertical(id="help"):
             yield Label("steer — keys", id="help-title")
             with VerticalScroll():

@@ -16,7 +16,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from app.ui.growing import set_virtual_size
+from app.ui.compat import set_virtual_size
 
 STYLES = ("text", "user", "sep", "error", "dim")
 

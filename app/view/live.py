@@ -6,24 +6,12 @@ import asyncio
 import shutil
 from typing import TextIO
 
-from app.core.render import unified
 from app.core.review import Outcome
 from app.core.session import Session, Turn
+from app.view.render import unified
+from app.view.status import status_text
 
 DIM, RESET, CLEAR = "\x1b[2m", "\x1b[0m", "\r\x1b[2K"
-
-
-def status_text(provider, turn: Turn, *, with_provider: bool = True) -> str:
-    rate = turn.tokens_per_s
-    ttft = turn.ttft
-    parts = [(f"{provider.name}:{provider.model}" if provider.model else provider.name)
-             if with_provider else None,
-             turn.state,
-             f"{rate:,.0f} tok/s" if rate else None,  # what matters most first: narrow panes crop
-             f"{turn.tokens} tok",
-             f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
-             f"{turn.elapsed:.1f}s"]
-    return " · ".join(p for p in parts if p)
 
 
 class LiveStatus:

@@ -1,7 +1,7 @@
 """`make screenshots`: SVGs of the app's main states, rendered through Pilot against a real
 loopback server streaming the demo answer. The snapshot tests drive the same scenarios.
 
-    python -m app.ui.screenshots screenshots/
+    python -m app.bench.screenshots screenshots/
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from textual._doc import take_svg_screenshot
 from textual.pilot import Pilot
 
+from app.bench.demo import CALC, CALC_ANSWER
 from app.server.chat_server import Faults, ServerThread, split_tokens
-from app.ui.demo import CALC, CALC_ANSWER
 
 SIZE = (160, 48)
 STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))
@@ -41,13 +40,13 @@ def freeze(app) -> None:
         turn.first_token = 1000.012 if turn.first_token is not None else None
         turn.ended = 1001.5
     app.clear_notifications()
-    app._render_status(force=True)
+    app.main.frame(force_status=True)
 
 
 async def _ask(pilot: Pilot, text: str) -> None:
     from app.ui.prompt import PromptInput
 
-    await until(pilot, lambda: "calc.py" in pilot.app.files)
+    await until(pilot, lambda: "calc.py" in pilot.app.main.files)
     pilot.app.query_one(PromptInput).value = text
     await pilot.press("enter")
 
@@ -99,7 +98,7 @@ async def conflict(pilot: Pilot) -> None:
 
 async def help_screen(pilot: Pilot) -> None:
     """The keys (rebindable)."""
-    await until(pilot, lambda: "calc.py" in pilot.app.files)
+    await until(pilot, lambda: "calc.py" in pilot.app.main.files)
     await pilot.press("f1")
     await pilot.pause(0.1)
     freeze(pilot.app)
@@ -148,13 +147,14 @@ def render(scenario: Scenario, parent: Path) -> str:
     from app.config import Settings
     from app.providers.openai_chat import OpenAIChat
     from app.ui.app import SteerApp
+    from app.ui.compat import svg_screenshot
 
     root = demo_repo(parent)
     with ServerThread(replay=CALC_ANSWER, faults=scenario.faults) as server:
         # the recorded answer is search/replace blocks: say so, as a user's --format would
         app = SteerApp(root, OpenAIChat(server.base_url, "replay"), Settings(format="search_replace"),
                        context=["calc.py"], watch_files=False, blink=False)
-        return take_svg_screenshot(app, terminal_size=SIZE, run_before=scenario.run, title="steer")
+        return svg_screenshot(app, SIZE, scenario.run)
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,156 @@
+"""Every action of the app in one table: its id (the name to rebind it by), default keys,
+where the key works, what it runs, its footer label, help text, palette entry and when it is
+available. Bindings, the help screen, the command palette and `check_action` all derive
+from this table, so an action's facts are written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from textual.binding import Binding
+
+Scope = Literal["screen", "diff", "prompt", "tree", "queue"]
+
+
+class State(Protocol):
+    """What availability depends on (the main screen provides it)."""
+
+    @property
+    def streaming(self) -> bool: ...
+    @property
+    def hunk_open(self) -> bool: ...  # the hunk under the diff cursor can be decided
+    @property
+    def any_open(self) -> bool: ...
+    @property
+    def can_undo(self) -> bool: ...
+    @property
+    def has_queue(self) -> bool: ...
+
+
+WHEN: dict[str, Callable[[State], bool]] = {
+    "streaming": lambda s: s.streaming,
+    "idle": lambda s: not s.streaming,
+    "hunk_open": lambda s: s.hunk_open,
+    "any_open": lambda s: s.any_open,
+    "can_undo": lambda s: s.can_undo,
+    "queue": lambda s: s.has_queue,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    id: str  # binding id: the name in the config's [keys] table and the help screen
+    keys: str  # default keys, Textual syntax ("j,down"); "" for palette-only actions
+    scope: Scope  # the widget whose bindings carry it ("screen": anywhere)
+    run: str  # the Textual action ("screen.accept_hunk" runs on the main screen)
+    label: str  # footer label
+    help: str  # help screen text
+    section: str  # help screen section
+    palette: str | None = None  # command palette title; None: not in the palette
+    when: str | None = None  # a WHEN condition; None: always available
+    show: bool = True  # in the footer
+    priority: bool = False
+
+
+ACTIONS: tuple[Action, ...] = (
+    # typing
+    Action("send", "enter", "prompt", "submit", "Send", "send the message; while the model streams: "
+           "redirect it", "Prompt"),
+    Action("queue", "tab", "prompt", "tab", "Queue / review", "queue the message as a follow-up, "
+           "complete an @path; in an empty prompt: go to the review", "Prompt", priority=True),
+    # review
+    Action("next_hunk", "j,down", "diff", "next_hunk", "Next", "next hunk (past the last: next file)",
+           "Review"),
+    Action("prev_hunk", "k,up", "diff", "prev_hunk", "Prev", "previous hunk", "Review", show=False),
+    Action("accept_hunk", "y", "diff", "screen.accept_hunk", "Accept", "accept the hunk (in line mode: "
+           "the picked lines)", "Review", "Accept hunk", when="hunk_open"),
+    Action("reject_hunk", "n", "diff", "screen.reject_hunk", "Reject", "reject the hunk", "Review",
+           "Reject hunk", when="hunk_open"),
+    Action("accept_file", "Y", "diff", "screen.accept_file", "Accept file", "accept every open hunk "
+           "of the file", "Review", "Accept file", when="any_open"),
+    Action("reject_file", "N", "diff", "screen.reject_file", "Reject file", "reject every open hunk "
+           "of the file", "Review", "Reject file", when="any_open", show=False),
+    Action("accept_all", "A", "diff", "screen.accept_all", "Accept all", "accept every open hunk of "
+           "every file", "Review", "Accept all", when="any_open"),
+    Action("reject_all", "", "diff", "screen.reject_all", "Reject all", "reject every open hunk of "
+           "every file", "Review", "Reject all", when="any_open"),
+    Action("line_mode", "v", "diff", "line_mode", "Lines", "line mode: pick single lines of the hunk",
+           "Review", "Line mode", when="hunk_open"),
+    Action("pick_line", "space", "diff", "pick_line", "Pick", "in line mode: pick / unpick the line",
+           "Review", show=False),
+    Action("edit_hunk", "e", "diff", "screen.edit_hunk", "Edit", "edit the hunk ($EDITOR, or inline) "
+           "and accept the result", "Review", "Edit hunk", when="hunk_open"),
+    Action("undo", "u", "diff", "screen.undo", "Undo", "undo the last accept (journaled; works "
+           "without git)", "Review", "Undo last accept", when="can_undo"),
+    Action("side_by_side", "s", "diff", "side_by_side", "Split", "unified / side-by-side view",
+           "Review", "Side-by-side", show=False),
+    Action("first_hunk", "g", "diff", "first_hunk", "First", "first hunk", "Review", show=False),
+    Action("last_hunk", "G", "diff", "last_hunk", "Last", "last hunk", "Review", show=False),
+    Action("to_prompt", "tab", "diff", "screen.focus_prompt", "Type", "back to the prompt (typing a "
+           "letter that is not a review key starts a message too)", "Review"),
+    # files and queue
+    Action("toggle_context", "c", "tree", "toggle_context", "Context ±", "add / remove the file from "
+           "the model's context", "Files"),
+    Action("edit_queued", "enter,e", "queue", "edit_item", "Edit", "put the queued message back in "
+           "the prompt to edit it", "Queue"),
+    Action("drop_queued", "delete,d,backspace", "queue", "drop_item", "Drop", "drop the queued "
+           "message", "Queue"),
+    Action("clear_queue", "", "screen", "screen.clear_queue", "Clear queue", "drop every queued "
+           "follow-up", "Queue", "Clear queue", when="queue"),
+    # anywhere
+    Action("interrupt", "escape", "screen", "screen.interrupt", "Stop", "stop the model now",
+           "App", "Interrupt", when="streaming"),
+    Action("back", "escape", "screen", "screen.back", "Back", "leave line mode, the file tree or the "
+           "queue (never moves between typing and reviewing)", "App", when="idle", show=False),
+    Action("focus_prompt", "i,slash", "screen", "screen.focus_prompt", "Prompt", "go to the prompt",
+           "App", "Focus prompt", show=False),
+    Action("focus_files", "ctrl+f", "screen", "screen.focus_files", "Files", "go to the file tree",
+           "App", "Focus files", show=False),
+    Action("focus_diff", "ctrl+d", "screen", "screen.focus_diff", "Review", "go to the review (diff)",
+           "App", "Focus diff", show=False),
+    Action("focus_queue", "ctrl+l", "screen", "screen.focus_queue", "Queue", "go to the queued "
+           "follow-ups", "App", "Focus queue", when="queue", show=False),
+    Action("theme", "t", "screen", "app.next_theme", "Theme", "next theme (remembered)", "App",
+           show=False),
+    Action("help", "f1,question_mark", "screen", "app.help", "Help", "this help", "App", "Keys"),
+    Action("command_palette", "ctrl+p", "screen", "app.command_palette", "Palette",
+           "every command, searchable", "App", show=False),
+    Action("quit", "ctrl+q", "screen", "app.quit", "Quit", "quit", "App", priority=True),
+)
+
+BY_ID = {a.id: a for a in ACTIONS}
+
+
+def bindings(scope: Scope) -> list[Binding]:
+    """The Textual bindings of one scope (a widget's BINDINGS)."""
+    return [Binding(a.keys, a.run, a.label, show=a.show, priority=a.priority, id=a.id)
+            for a in ACTIONS if a.scope == scope and a.keys and a.run != "submit"
+            and a.id != "command_palette"]
+
+
+def condition(run: str) -> str | None:
+    """The WHEN condition of the action a binding runs (by its Textual action name)."""
+    name = run.rsplit(".", 1)[-1]
+    for a in ACTIONS:
+        if a.run.rsplit(".", 1)[-1] == name and a.when:
+            return a.when
+    return None
+
+
+def available(run: str, state: State) -> bool:
+    when = condition(run)
+    return True if when is None else WHEN[when](state)
+
+
+def key_names(keymap: dict[str, str] | None = None) -> dict[str, str]:
+    """action id -> the keys bound now (defaults, then the user's rebinding)."""
+    names = {a.id: a.keys for a in ACTIONS if a.keys}
+    names.update(keymap or {})
+    return names
+
+
+def palette(state: State) -> Iterable[Action]:
+    return (a for a in ACTIONS if a.palette and available(a.run, state))

@@ -1,0 +1,77 @@
+"""The few Textual internals steer leans on, each wrapped once, with why.
+
+Textual is pinned to the major version the tests run (pyproject.toml); tests/test_compat.py
+fails if any of these changes shape, so an upgrade breaks loudly here instead of quietly
+making the app slow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.app import App
+from textual.geometry import Size
+from textual.screen import Screen
+from textual.widget import Widget
+
+
+class FrameTickScreen(Screen):
+    """A screen that takes its frame at Textual's own refresh tick.
+
+    Textual repaints from a timer (`Screen._on_timer_update`) that it resumes whenever a
+    widget is dirty. Running our per-frame pull at that same tick, instead of from a second
+    timer of our own, saves a token up to a whole frame of waiting between arriving and
+    being drawn."""
+
+    def frame(self) -> None:
+        """Pull what arrived and update the widgets (called just before each repaint)."""
+
+    def _on_timer_update(self) -> None:
+        self.frame()
+        super()._on_timer_update()
+
+
+def set_virtual_size(widget: Widget, size: Size) -> None:
+    """Change a ScrollView's virtual size without a screen-wide layout pass.
+
+    `Widget.virtual_size` is a layout reactive: every change re-lays-out and re-renders the
+    whole screen (tens of milliseconds here), which at one change per frame is the
+    difference between keeping up with a fast model and falling seconds behind. Content that
+    only grows needs a layout pass only when a scrollbar appears or disappears; otherwise
+    updating the scrollbar is enough, which is what `Widget._scroll_update` (Textual's own
+    resize path) does."""
+    if size == widget.virtual_size:
+        return
+    shown = (widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar)
+    widget.set_reactive(Widget.virtual_size, size)
+    widget._scroll_update(size)
+    if (widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar) != shown:
+        widget.refresh(layout=True)
+
+
+def shutting_down(app: App) -> bool:
+    """The app is exiting (an error is being reported, or it is closing): a frame pulled
+    now would query widgets that are being removed."""
+    return bool(app._exit_renderables) or app._closing or not app.screen_stack
+
+
+def on_display(app: App, callback: Callable[[], None]) -> None:
+    """Call `callback` each time the app writes a frame to the terminal (benchmarks: the
+    moment a token is on screen). `App._display` is where every rendered frame goes."""
+    original = app._display
+
+    def display(screen, renderable) -> None:
+        original(screen, renderable)
+        if renderable is not None:
+            callback()
+
+    app._display = display  # type: ignore[method-assign]
+
+
+def svg_screenshot(app: App, size: tuple[int, int], run_before) -> str:
+    """The app as SVG after `run_before(pilot)`, rendered as Textual's own documentation
+    screenshots are (the same renderer pytest-textual-snapshot uses, so README pictures and
+    snapshot tests agree)."""
+    from textual._doc import take_svg_screenshot
+
+    return take_svg_screenshot(app, terminal_size=size, run_before=run_before, title="steer")

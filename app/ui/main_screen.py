@@ -1,0 +1,662 @@
+"""The main screen: it composes the panes and routes their messages to core intents.
+
+Attributes down, messages up: widgets get their data set by this screen and post messages
+when the user does something; only this screen talks to the session and the review. Each
+frame it takes a plain `Frame` from FrameSync (app/view) and hands its parts to the panes.
+File, git and network I/O happen in core (threads, the provider's own tasks), never here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult, SystemCommand
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.reactive import var
+from textual.widgets import Footer, Header, Input
+
+from app.core import repo, watch
+from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.journal import UndoRefused
+from app.core.prompts import fence_lang
+from app.core.review import AcceptPlan, Outcome
+from app.core.session import ContextError, Session
+from app.ui import actions
+from app.ui.compat import FrameTickScreen, shutting_down
+from app.ui.diff_view import DiffView, warm_lexer
+from app.ui.file_tree import FileTree
+from app.ui.line import Line
+from app.ui.prompt import PromptInput, at_paths
+from app.ui.queue_view import QueueView
+from app.ui.screens import HunkEditor
+from app.ui.stream_view import StreamView
+from app.view.frames import Frame, FrameSync, Piece
+
+IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
+
+WHERE = {  # the footer's first word: where the next key goes
+    "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
+}
+
+
+class MainScreen(FrameTickScreen):
+    BINDINGS = actions.bindings("screen")
+
+    focus_area: var[str] = var("prompt")  # where keys go now: prompt | diff | tree | queue
+
+    def __init__(self, session: Session, *, context: Iterable[str] = (), watch_files: bool = True,
+                 blink: bool = True) -> None:
+        super().__init__(id="main-screen")
+        self.session = session
+        self.ws = session.ws
+        self.sync = FrameSync(session)
+        self._initial_context = list(context)
+        self.watch_files = watch_files
+        self.blink = blink  # snapshot tests turn the cursor blink off
+        self.files: list[str] = []
+        self.selected: str | None = None
+        self.follow = True  # the diff follows the file being streamed until you navigate
+        self.frames = 0  # frames that changed something (the TUI benchmark reads it)
+        self.on_frame = None  # optional hook, called after each frame that changed something
+        self._editing: tuple[int, str] | None = None  # a queued message back in the prompt
+        self._stop_watch = asyncio.Event()
+        self._ready = False
+
+    # -- layout ----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        # Panes have a title line and no border: Textual draws a border on every repainted
+        # line, which doubles the cost of the panes that repaint every frame.
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield Line("Files", id="tree-title", classes="pane-title")
+                yield FileTree(self.ws.root.name, id="tree")
+            with Vertical(id="center"):
+                yield Line("Pending diff", id="diff-title", classes="pane-title")
+                yield DiffView(id="diff")
+            with Vertical(id="side"):
+                yield Line("Answer", id="stream-title", classes="pane-title")
+                yield StreamView(id="stream")
+                yield Line("Explanation", id="explanation-title", classes="pane-title")
+                yield StreamView(id="explanation")
+                yield Line("Queued follow-ups (Enter edits, Del drops)", id="queue-title",
+                           classes="pane-title")
+                yield QueueView(id="queue")
+        yield Line(id="status")
+        yield Line(id="context")
+        yield PromptInput(id="prompt", blink=self.blink)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"{self.ws.root.name} · {self.session.provider.label}"
+        for raw in self._initial_context:
+            self._add_context(raw, quiet=False)
+        self._render_context()
+        self.query_one(PromptInput).focus()
+        self._ready = True
+        self.session.on_data = self._wake
+        self.set_interval(IDLE_TICK, self.frame)
+        self.frame(force_status=True)
+        gc.freeze()  # what start-up built stays: keep it out of every later collection
+        self.run_worker(self._load_files(), group="files")
+        if self.session.provider.capabilities.warm_up:  # the model loads while you type
+            self.run_worker(self.session.provider.warm(), group="warm")
+        if self.watch_files:
+            self.run_worker(self._watch(), group="watch")
+
+    def on_resize(self, event) -> None:
+        # narrow terminals: a slimmer tree and side pane, then no tree (c and @path still work)
+        width = event.size.width
+        self.set_class(width < 100, "-narrow")
+        self.set_class(100 <= width < 140, "-medium")
+
+    def on_unmount(self) -> None:
+        self._ready = False
+        self._stop_watch.set()
+
+    # -- where keys go ---------------------------------------------------------------------
+    def on_descendant_focus(self, event) -> None:
+        widget = event.widget
+        for area, cls in (("prompt", PromptInput), ("diff", DiffView), ("tree", FileTree),
+                          ("queue", QueueView)):
+            if isinstance(widget, cls):
+                self.focus_area = area
+
+    def watch_focus_area(self, area: str) -> None:
+        self.refresh_bindings()
+        self._render_context()
+
+    # -- the frame -------------------------------------------------------------------------
+    def _wake(self) -> None:
+        """New text arrived: make sure a screen update is coming (once per frame at most:
+        the session calls this again only after the frame took what it had)."""
+        if self._ready:
+            self.query_one("#stream-title", Line).refresh()  # in the pane that changes anyway
+
+    def frame(self, force_status: bool = False) -> None:
+        """Everything that arrived since the last frame, rendered once."""
+        if not self._ready or shutting_down(self.app):
+            return
+        try:
+            self._apply(self.sync.take(force_status))
+        except NoMatches:  # the screen is being torn down between two ticks
+            if self.is_running and self._ready:
+                raise
+
+    def _apply(self, f: Frame) -> None:
+        stream = self.query_one("#stream", StreamView)
+        expl = self.query_one("#explanation", StreamView)
+        _write(stream, f.answer)
+        if f.clear_explanation:
+            expl.clear()
+        _write(expl, f.explanation)
+        if f.new_change_set is not None:
+            self.follow = True
+        if f.dirty and self.session.pending is not None:
+            self._sync_diff(self.session.pending, f)
+        if f.started is not None:
+            self.refresh_bindings()
+            self._render_queue()
+        for ended in f.ended:
+            self._turn_ended(ended.superseded, ended.failure)
+        if f.title is not None:
+            self.query_one("#stream-title", Line).set(f.title)
+        if f.status is not None:
+            self.query_one("#status", Line).set(f.status)
+        if f.changed:
+            self.frames += 1
+            if self.on_frame is not None:
+                self.on_frame()
+
+    def _turn_ended(self, superseded: bool, failure: str | None) -> None:
+        if failure:
+            self.notify(failure, title="The answer stopped", severity="error", timeout=8)
+        self.refresh_bindings()
+        self._render_queue()
+        if superseded:  # a redirect or a queued follow-up took over: keep the user where they are
+            return
+        turn = self.session.turn
+        prompt = self.query_one(PromptInput)
+        if turn is not None and (turn.state == "done" or (turn.state == "interrupted" and not prompt.value)):
+            diff = self.query_one(DiffView)
+            diff.focus()
+            h = self._first_open_hunk()
+            if h is not None and (self.follow or diff.hunk is None or diff.hunk.state not in OPEN):
+                self._select(h.path, h.id)  # review starts at the top
+
+    def _sync_diff(self, pending: PendingDiff, f: Frame) -> None:
+        tree = self.query_one(FileTree)
+        counts = dict(tree.pending)
+        for p, n in f.open_counts.items():
+            if n:
+                counts[p] = n
+            else:
+                counts.pop(p, None)
+        tree.set_badges(pending=counts, created=(tree.created - f.dirty) | f.created)
+        missing = [p for p in f.dirty if p in pending.files and not tree.has(p)]
+        if missing:
+            self.files = sorted(set(self.files) | set(missing))
+            tree.load(self.files)
+        diff = self.query_one(DiffView)
+        if self.follow and self.session.streaming:
+            live = pending.live_hunk
+            if live is not None:
+                if live.path != self.selected:
+                    self._select(live.path, None, manual=False)
+                diff.refresh_rows()
+                diff.follow(live)
+                return
+        else:
+            diff.follow(None)
+        if self.selected is None and pending.files:
+            self._select(next(iter(pending.files)), None, manual=False)
+        elif self.selected in f.dirty or (self.selected in pending.files and diff.fd is None):
+            if diff.fd is None and self.selected in pending.files:
+                diff.show(pending.files[self.selected])
+            else:
+                diff.refresh_rows()
+
+    def _select(self, path: str, hunk_id: int | None, manual: bool = True) -> None:
+        pending = self.session.pending
+        diff = self.query_one(DiffView)
+        self.selected = path
+        if manual:
+            self.follow = False
+        fd = pending.files.get(path) if pending is not None else None
+        diff.show(fd, "" if fd else f"No pending changes for {path}.")
+        self._render_diff_title()
+        if hunk_id is not None:
+            diff.select(hunk_id)
+        self.refresh_bindings()
+
+    @on(DiffView.ModeChanged)
+    def _render_diff_title(self) -> None:
+        diff = self.query_one(DiffView)
+        title = "Pending diff" + (f" · {self.selected}" if self.selected else "")
+        if diff.line_mode:
+            title += " · LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves"
+        elif diff.side_by_side:
+            title += " · side by side"
+        self.query_one("#diff-title", Line).set(title)
+
+    def _first_open_hunk(self):
+        pending = self.session.pending
+        if pending is None:
+            return None
+        return next((h for h in pending.hunks if h.state in OPEN), None)
+
+    def _render_context(self) -> None:
+        if not self._ready:
+            return
+        ctx = self.session.context
+        prompt = self.query_one(PromptInput)
+        hint = f"   @{prompt.completion}? Tab completes" if prompt.completion else ""
+        shown = "  ".join(f"◆ {p}" for p in ctx) if ctx else "none yet: type @path or press c on a file"
+        self.query_one("#context", Line).set(f"{WHERE[self.focus_area]} · Context: {shown}{hint}")
+        self.query_one(FileTree).set_badges(context=set(ctx))
+
+    def _render_queue(self) -> None:
+        queue = self.session.queue
+        self.query_one(QueueView).show(queue)
+        self.query_one(QueueView).display = bool(queue)
+        self.query_one("#queue-title").display = bool(queue) or self._editing is not None
+
+    # -- files, git, watching --------------------------------------------------------------
+    async def _load_files(self) -> None:
+        files, status = await asyncio.gather(asyncio.to_thread(repo.list_files, self.ws.root),
+                                             asyncio.to_thread(repo.status, self.ws.root))
+        self.files = files
+        self.query_one(PromptInput).files = files
+        tree = self.query_one(FileTree)
+        tree.load(files)
+        tree.set_badges(git=status, context=set(self.session.context))
+
+    async def _watch(self) -> None:
+        async for paths in watch.changes(self.ws.root, self._stop_watch):
+            await self._on_disk_change(paths)
+
+    async def _on_disk_change(self, paths: set[str]) -> None:
+        status = await asyncio.to_thread(repo.status, self.ws.root)
+        tree = self.query_one(FileTree)
+        if any(not tree.has(p) for p in paths) or any(
+                not (self.ws.root / p).exists() for p in paths if tree.has(p)):
+            self.files = await asyncio.to_thread(repo.list_files, self.ws.root)
+            self.query_one(PromptInput).files = self.files
+            pending = self.session.pending
+            tree.load(self.files + (list(pending.files) if pending else []))
+        tree.set_badges(git=status)
+        review = self.session.review
+        if review is None:
+            return
+        flipped = await review.recheck_async(paths)
+        for p in sorted({h.path for h in flipped if h.state == HunkState.STALE}):
+            self.notify(f"{p} changed on disk: hunks there are stale", severity="warning")
+
+    # -- prompt ----------------------------------------------------------------------------
+    @on(Input.Changed, "#prompt")
+    def _prompt_changed(self) -> None:
+        self._render_context()
+
+    @on(Input.Submitted, "#prompt")
+    def _prompt_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if self._editing is not None:
+            self._finish_editing(text)
+            return
+        if not text:
+            return
+        event.input.value = ""
+        self.send(text)
+
+    @on(PromptInput.Queue)
+    def _queue(self, event: PromptInput.Queue) -> None:
+        text = event.text.strip()
+        if self._editing is not None:
+            self._finish_editing(text)
+            return
+        self.query_one(PromptInput).value = ""
+        if self.session.streaming:
+            self.session.enqueue(text)
+            self._render_queue()
+            self.notify(f"queued: {text}", timeout=2)
+        else:
+            self.send(text)
+
+    @on(PromptInput.Review)
+    def _prompt_review(self) -> None:
+        self.action_focus_diff()
+
+    def send(self, text: str) -> None:
+        for raw in at_paths(text):
+            self._add_context(raw, quiet=False)
+        session = self.session
+        if not session.context and not session.streaming and session.pending is None:
+            self.notify("No files in the context: the model sees only your message. "
+                        "Add files with @path, or c in the tree.", severity="warning", timeout=6)
+        try:
+            session.start(text)
+        except ContextError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        for path in session.context:
+            self.run_worker(asyncio.to_thread(warm_lexer, path), group="warm")
+        self.frame()
+
+    def _add_context(self, raw: str, quiet: bool = True) -> None:
+        try:
+            self.session.add_context(raw)
+        except ContextError as exc:
+            if not quiet:
+                self.notify(str(exc), severity="error")
+        self._render_context()
+
+    @on(FileTree.ToggleContext)
+    def _toggle_context(self, event: FileTree.ToggleContext) -> None:
+        if event.path in self.session.context:
+            self.session.remove_context(event.path)
+            self._render_context()
+        else:
+            self._add_context(event.path, quiet=False)
+
+    @on(FileTree.NodeSelected)
+    def _file_chosen(self, event: FileTree.NodeSelected) -> None:
+        path = event.node.data
+        if path and not path.endswith("/"):
+            self._select(path, None)
+
+    # -- the queue -------------------------------------------------------------------------
+    @on(QueueView.Edit)
+    def _edit_queued(self, event: QueueView.Edit) -> None:
+        """Back in the prompt to edit; saving puts it back in its place (Enter or Tab), Esc
+        leaves it as it was. It is out of the queue meanwhile, so it is not sent half-edited."""
+        queue = self.session.queue
+        if not 0 <= event.index < len(queue) or self._editing is not None:
+            return
+        text = queue.pop(event.index)
+        self._editing = (event.index, text)
+        prompt = self.query_one(PromptInput)
+        prompt.value = text
+        prompt.focus()
+        prompt.cursor_position = len(text)
+        self._render_queue()
+
+    def _finish_editing(self, text: str | None) -> None:
+        """Put the message back in its place: as edited (`text`; empty drops it), or as it
+        was (None)."""
+        assert self._editing is not None
+        index, original = self._editing
+        self._editing = None
+        new = original if text is None else text
+        if new:
+            queue = self.session.queue
+            queue.insert(min(index, len(queue)), new)
+        self.query_one(PromptInput).value = ""
+        self._render_queue()
+
+    @on(QueueView.Drop)
+    def _drop_queued(self, event: QueueView.Drop) -> None:
+        if 0 <= event.index < len(self.session.queue):
+            self.session.queue.pop(event.index)
+            self._render_queue()
+
+    def action_clear_queue(self) -> None:
+        self.session.queue.clear()
+        self._render_queue()
+
+    # -- diff navigation -------------------------------------------------------------------
+    @on(DiffView.LeaveFile)
+    def _leave_file(self, event: DiffView.LeaveFile) -> None:
+        pending = self.session.pending
+        if pending is None:
+            return
+        paths = [p for p, fd in pending.files.items() if fd.hunks]
+        if not paths:
+            return
+        i = paths.index(self.selected) if self.selected in paths else -1
+        j = i + event.step
+        if 0 <= j < len(paths):
+            self._select(paths[j], None)
+            self.query_one(DiffView).select(None, edge="first" if event.step > 0 else "last")
+            self.query_one(FileTree).reveal(paths[j])
+
+    @on(DiffView.CursorMoved)
+    def _cursor_moved(self) -> None:
+        self.follow = False
+        if self._ready:
+            self.refresh_bindings()
+
+    @on(DiffView.StartMessage)
+    def _start_message(self, event: DiffView.StartMessage) -> None:
+        prompt = self.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert_text_at_cursor(event.text)
+
+    # -- review intents --------------------------------------------------------------------
+    def _current(self):
+        diff = self.query_one(DiffView)
+        return diff, diff.hunk
+
+    async def action_accept_hunk(self) -> None:
+        diff, h = self._current()
+        review = self.session.review
+        if h is None or review is None:
+            return
+        if h.state not in OPEN:
+            self.notify(f"hunk #{h.id} is {h.state.value}", timeout=2)
+            return
+        if diff.line_mode:
+            rows = diff.picked or {diff.line_cursor}
+            plan = review.plan_lines(h.id, rows)
+            diff.line_mode = False
+        else:
+            plan = review.plan_hunks([h.id])
+        await self._carry_out(plan)
+        self._advance()
+
+    def action_reject_hunk(self) -> None:
+        diff, h = self._current()
+        review = self.session.review
+        if h is not None and review is not None and review.reject([h.id]).rejected:
+            diff.line_mode = False
+            self.frame()
+            self._advance()
+
+    async def action_accept_file(self) -> None:
+        review, pending = self.session.review, self.session.pending
+        if review is not None and pending is not None and self.selected in pending.files:
+            await self._carry_out(review.plan_file(self.selected))
+            self._advance()
+
+    def action_reject_file(self) -> None:
+        review, pending = self.session.review, self.session.pending
+        if review is not None and pending is not None and self.selected in pending.files:
+            review.reject_file(self.selected)
+            self.frame()
+            self._advance()
+
+    async def action_accept_all(self) -> None:
+        if self.session.review is not None:
+            await self._carry_out(self.session.review.plan_all())
+
+    def action_reject_all(self) -> None:
+        if self.session.review is not None:
+            self.session.review.reject_all()
+            self.frame()
+
+    async def _carry_out(self, plan: AcceptPlan) -> Outcome:
+        review = self.session.review
+        assert review is not None
+        out = await review.apply_async(plan)
+        for msg in out.messages:
+            self.notify(msg, severity="warning", timeout=6)
+        if out.accepted:
+            self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
+        self.frame()
+        return out
+
+    def _advance(self) -> None:
+        """After a decision, move to the next open hunk (in this file, then the next)."""
+        diff = self.query_one(DiffView)
+        hunks = diff.hunks
+        cur = diff.hunk
+        if cur is not None and cur in hunks:
+            later = hunks[hunks.index(cur) + 1 :] + hunks[: hunks.index(cur)]
+            nxt = next((h for h in later if h.state in OPEN or h.state == HunkState.STREAMING), None)
+            if nxt is not None:
+                diff.select(nxt.id)
+                return
+        h = self._first_open_hunk()
+        if h is not None:
+            self._select(h.path, h.id)
+        diff.refresh()
+
+    async def action_undo(self) -> None:
+        review = self.session.review
+        if review is None:
+            self.notify("nothing to undo in this session", timeout=3)
+            return
+        try:
+            label = await review.undo_async()
+        except UndoRefused as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        self.notify(f"undone: {label}", timeout=3)
+        self.frame()
+
+    async def action_edit_hunk(self) -> None:
+        _, h = self._current()
+        review = self.session.review
+        if h is None or h.state not in OPEN or review is None:
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if editor and not self.app.is_headless:
+            lines = self._edit_externally(editor, h)
+            if lines is not None:
+                await self._carry_out(review.plan_edited(h.id, lines))
+                self._advance()
+            return
+        self.app.push_screen(HunkEditor(h, _language(h.path)), callback=self._edited(h.id))
+
+    def _edit_externally(self, editor: str, h) -> list[str] | None:
+        suffix = Path(h.path).suffix
+        with tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False) as tmp:
+            tmp.write("\n".join(h.new) + "\n")
+        try:
+            with self.app.suspend():
+                subprocess.run([*shlex.split(editor), tmp.name], check=False)
+            text = Path(tmp.name).read_text()
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp.name)
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return None if lines == h.new else lines
+
+    def _edited(self, hunk_id: int):
+        async def done(lines: list[str] | None) -> None:
+            review = self.session.review
+            if lines is not None and review is not None:
+                await self._carry_out(review.plan_edited(hunk_id, lines))
+                self._advance()
+        return done
+
+    # -- steering and focus ----------------------------------------------------------------
+    def action_interrupt(self) -> None:
+        if self._editing is not None:  # Esc leaves the edit first; the next one stops the model
+            self._finish_editing(None)
+        elif self.focus_area == "queue":
+            self.action_focus_prompt()
+        elif self.session.interrupt():
+            self.frame()  # settle now, not on the next tick
+
+    def action_back(self) -> None:
+        """Esc when nothing streams: step out of a mode, never between typing and reviewing
+        (a review key must never land in the prompt by surprise, nor a letter in the diff)."""
+        diff = self.query_one(DiffView)
+        if self._editing is not None:
+            self._finish_editing(None)
+            return
+        if diff.line_mode:
+            diff.line_mode = False
+            diff.refresh()
+            self.refresh_bindings()
+            return
+        if self.focus_area in ("tree", "queue"):
+            self.action_focus_diff() if self.session.pending else self.action_focus_prompt()
+
+    def action_focus_prompt(self) -> None:
+        prompt = self.query_one(PromptInput)
+        prompt.focus()
+
+    def action_focus_files(self) -> None:
+        self.query_one(FileTree).focus()
+
+    def action_focus_diff(self) -> None:
+        self.query_one(DiffView).focus()
+
+    def action_focus_queue(self) -> None:
+        if self.session.queue:
+            self.query_one(QueueView).focus()
+
+    # -- availability (the action table's WHEN conditions) ---------------------------------
+    @property
+    def streaming(self) -> bool:
+        return self.session.streaming
+
+    @property
+    def hunk_open(self) -> bool:
+        if not self._ready:
+            return False
+        h = self.query_one(DiffView).hunk
+        return h is not None and h.state in OPEN
+
+    @property
+    def any_open(self) -> bool:
+        pending = self.session.pending
+        return pending is not None and any(h.state in OPEN for h in pending.hunks)
+
+    @property
+    def can_undo(self) -> bool:
+        review = self.session.review
+        return review is not None and review.can_undo
+
+    @property
+    def has_queue(self) -> bool:
+        return bool(self.session.queue)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide keys that would do nothing now, so the footer shows what matters."""
+        return actions.available(action, self)
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        diff = self.query_one(DiffView)
+        for a in actions.palette(self):
+            target, _, name = a.run.rpartition(".")
+            owner = {"screen": self, "app": self.app}.get(target, diff)
+            yield SystemCommand(a.palette or a.label, a.help,
+                                lambda o=owner, n=name: o.run_action(n))
+
+
+def _write(view: StreamView, pieces: list[Piece]) -> None:
+    for p in pieces:
+        if p.line:
+            view.write_line(p.text, p.style)
+        else:
+            view.write(p.text, p.style)
+
+
+def _language(path: str) -> str | None:
+    lang = fence_lang(path)
+    return lang if lang in ("python", "javascript", "rust", "markdown", "json", "toml", "yaml", "bash",
+                            "css", "html", "go", "java", "sql") else None

@@ -1,0 +1,40 @@
+"""The queued follow-ups: messages typed while the model streams, sent one by one as each
+answer ends. Enter puts one back in the prompt to edit (it keeps its place in the queue),
+Delete drops it."""
+
+from __future__ import annotations
+
+from textual.message import Message
+from textual.widgets import ListItem, ListView, Static
+
+from app.ui.actions import bindings
+
+
+class QueueView(ListView):
+    BINDINGS = bindings("queue")
+
+    class Edit(Message):
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    class Drop(Message):
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def show(self, messages: list[str]) -> None:
+        index = self.index
+        self.clear()
+        for msg in messages:
+            self.append(ListItem(Static(f"⏳ {msg}")))
+        if messages and index is not None:
+            self.index = min(index, len(messages) - 1)
+
+    def action_edit_item(self) -> None:
+        if self.index is not None:
+            self.post_message(self.Edit(self.index))
+
+    def action_drop_item(self) -> None:
+        if self.index is not None:
+            self.post_message(self.Drop(self.index))

@@ -1,0 +1,63 @@
+"""The live status texts: one wording for the terminal app and `steer run`."""
+
+from __future__ import annotations
+
+from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.provider import Provider
+from app.core.session import Session, Turn
+
+
+def turn_figures(turn: Turn) -> str:
+    """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s": what matters most first, so a
+    narrow pane crops the least useful figures."""
+    rate = turn.tokens_per_s
+    ttft = turn.ttft
+    parts = [turn.state,
+             f"{rate:,.0f} tok/s" if rate else None,
+             f"{turn.tokens} tok",
+             f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
+             f"{turn.elapsed:.1f}s"]
+    return " · ".join(p for p in parts if p)
+
+
+def status_text(provider: Provider, turn: Turn) -> str:
+    """The figures with the provider in front (`steer run`'s status line)."""
+    return f"{provider.label} · {turn_figures(turn)}"
+
+
+def answer_title(turn: Turn | None) -> str:
+    return "Answer" if turn is None else f"Answer · {turn_figures(turn)}"
+
+
+def hunk_counts(pending: PendingDiff) -> dict[str, int]:
+    counts = {"open": 0, "accepted": 0, "rejected": 0, "streaming": 0, "conflict": 0}
+    for h in pending.hunks:
+        if h.state in OPEN:
+            counts["open"] += 1
+            if h.state == HunkState.CONFLICT:
+                counts["conflict"] += 1
+        elif h.state == HunkState.ACCEPTED:
+            counts["accepted"] += 1
+        elif h.state == HunkState.REJECTED:
+            counts["rejected"] += 1
+        else:
+            counts["streaming"] += 1
+    return counts
+
+
+def review_line(session: Session) -> str:
+    """The bottom line: the back-end, the format, and where the review stands."""
+    turn, pending = session.turn, session.pending
+    text = f"{session.provider.label} · format {session.fmt if turn else session.fmt_choice}"
+    if turn is None or pending is None:
+        return text + " · idle: type an instruction below"
+    c = hunk_counts(pending)
+    n = sum(c[k] for k in ("open", "accepted", "rejected", "streaming"))
+    text += f" · {turn.state} · {n} hunk{'s' if n != 1 else ''}: {c['open']} open"
+    if c["streaming"]:
+        text += f", {c['streaming']} streaming"
+    text += f", {c['accepted']} accepted, {c['rejected']} rejected"
+    refused = sum(1 for e in pending.errors if e.turn == pending.turn)
+    if refused:
+        text += f" · {refused} edit{'s' if refused != 1 else ''} refused"
+    return text
