@@ -17,6 +17,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check app tests
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)

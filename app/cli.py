@@ -94,13 +94,13 @@ async def _run(args: argparse.Namespace) -> int:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
         session = Session(ws, provider, fmt=settings.format, context=context,
                           max_tokens=settings.max_tokens, temperature=settings.temperature)
-        live = LiveStatus(sys.stderr, provider, enabled=not args.quiet)
+        live = LiveStatus(sys.stderr, session, enabled=not args.quiet)
         session.start(args.instruction)
     except ContextError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         await provider.aclose()
         return EXIT_USAGE
-    ticker = asyncio.create_task(live.follow(session))
+    ticker = asyncio.create_task(live.follow())
     try:
         await session.wait()
     finally:
@@ -108,7 +108,7 @@ async def _run(args: argparse.Namespace) -> int:
         await provider.aclose()
     turn = session.turn
     assert turn is not None and session.pending is not None and session.review is not None
-    live.close(turn)
+    live.close()
     pending = session.pending
     outcome = None
     code = EXIT_OK

@@ -14,7 +14,7 @@ cancels the generation upstream, as `capabilities.cancel` says how.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from app.core.events import Event
@@ -28,7 +28,6 @@ class Request:
     temperature: float | None = None
     prefill: str = ""  # the answer's first characters (sent only to `prefill` back-ends)
     prediction: str | None = None  # predicted output (sent only to `predicted_outputs` ones)
-    extra: dict[str, object] = field(default_factory=dict)  # more body fields, passed as they are
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,6 @@ class Outcome:
     written: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
 
-    @property
-    def ok(self) -> bool:
-        return not self.conflicts and not self.messages
-
 
 @dataclass
 class AcceptPlan:

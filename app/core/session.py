@@ -92,8 +92,7 @@ class Turn:
 class Session:
     def __init__(self, ws: Workspace, provider: Provider, *, fmt: str = "auto",
                  context: list[str] | None = None, max_tokens: int | None = None,
-                 temperature: float | None = None,
-                 on_change: Callable[[], None] | None = None) -> None:
+                 temperature: float | None = None) -> None:
         self.ws = ws
         self.provider = provider
         self.fmt_choice = fmt
@@ -103,7 +102,6 @@ class Session:
             self.add_context(p)
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.on_change = on_change or (lambda: None)
         # called when text arrives after the UI last looked (take_data), so that a UI can
         # schedule one frame per burst instead of polling or reacting to every token
         self.on_data: Callable[[], None] | None = None
@@ -139,7 +137,11 @@ class Session:
 
     @property
     def streaming(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """An answer is coming. False as soon as it is interrupted (the turn settles at once),
+        even while the cancelled task still unwinds."""
+        turn = self.turn
+        return (self._task is not None and not self._task.done() and turn is not None
+                and turn.live)
 
     def _open_change_set(self) -> bool:
         return self.pending is not None and any(h.state in OPEN or h.state == HunkState.STREAMING
@@ -188,11 +190,10 @@ class Session:
 
     def enqueue(self, message: str) -> None:
         self.queue.append(message)
-        self.on_change()
 
     def _cancel(self) -> bool:
         task = self._task
-        if task is None or task.done():
+        if task is None or task.done() or not self.streaming:
             return False
         task.cancel()
         # settle synchronously: the UI must show the stopped state at once, not on the next tick
@@ -231,7 +232,6 @@ class Session:
         if prefill:
             self._feed(turn, prefill)
         self._task = asyncio.get_running_loop().create_task(self._run(turn, req, self._parser))
-        self.on_change()
         return turn
 
     def _feed(self, turn: Turn, text: str) -> None:
@@ -297,7 +297,6 @@ class Session:
         pending.finish()
         # the conversation continues from whatever the model managed to say
         self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
-        self.on_change()
 
     async def aclose(self) -> None:
         self._cancel()

@@ -54,7 +54,6 @@ class OpenAIChat(Provider):
             body["temperature"] = req.temperature
         if req.prediction:
             body["prediction"] = {"type": "content", "content": req.prediction}
-        body.update(req.extra)
         return body
 
     async def stream(self, req: Request) -> AsyncIterator[Event]:

@@ -25,7 +25,6 @@ class Row:
     index: int = -1  # position in review.line_rows(hunk) for del/add rows (line mode)
     right: str | None = None  # side-by-side: the new side
     right_kind: str = ""  # side-by-side: add | ctx | "" (blank)
-    right_index: int = -1
 
 
 class _HunkCache:
@@ -137,8 +136,7 @@ class FileLayout:
                 c.rows.append(Row(
                     "pair", left or "", start + j + 1 if left is not None else None,
                     start + shift + j + 1 if right is not None else None, h,
-                    j if left is not None else -1, right, "add" if right is not None else "",
-                    len(h.old) + j if right is not None else -1))
+                    j if left is not None else -1, right, "add" if right is not None else ""))
         else:
             c.rows += [Row("del", t, start + j + 1, None, h, j) for j, t in enumerate(h.old)]
             c.rows += [Row("add", t, None, start + shift + j + 1, h, len(h.old) + j)

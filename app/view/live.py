@@ -8,6 +8,7 @@ from typing import TextIO
 
 from app.core.review import Outcome
 from app.core.session import Session, Turn
+from app.view.frames import FrameSync
 from app.view.render import unified
 from app.view.status import status_text
 
@@ -16,29 +17,29 @@ DIM, RESET, CLEAR = "\x1b[2m", "\x1b[0m", "\r\x1b[2K"
 
 class LiveStatus:
     """Streams the answer to stderr. On a terminal the last line is the live status, with the
-    line being written; elsewhere the text passes through and one summary line follows."""
+    line being written; elsewhere the text passes through and one summary line follows. It
+    reads the session through a FrameSync, as the terminal app does."""
 
-    def __init__(self, out: TextIO, provider, *, enabled: bool = True, hz: float = 20.0) -> None:
+    def __init__(self, out: TextIO, session: Session, *, enabled: bool = True, hz: float = 20.0) -> None:
         self.out = out
-        self.provider = provider
+        self.session = session
+        self.sync = FrameSync(session)
         self.enabled = enabled
         self.tty = out.isatty()
         self.period = 1.0 / hz
-        self._chunks = 0
         self._partial = ""
 
-    async def follow(self, session: Session) -> None:
+    async def follow(self) -> None:
         while True:
-            turn = session.turn
-            if turn is not None:
-                self.flush(turn)
+            self.flush()
             await asyncio.sleep(self.period)
 
-    def flush(self, turn: Turn) -> None:
-        if not self.enabled:
+    def flush(self) -> None:
+        frame = self.sync.take()
+        turn = self.session.turn
+        if not self.enabled or turn is None:
             return
-        new = "".join(turn.chunks[self._chunks :])
-        self._chunks = len(turn.chunks)
+        new = "".join(p.text for p in frame.answer if p.style == "text" and not p.line)
         if not self.tty:
             if new:
                 self.out.write(new)
@@ -47,21 +48,23 @@ class LiveStatus:
         text = self._partial + new
         *done, self._partial = text.split("\n")
         width = shutil.get_terminal_size((100, 20)).columns
-        status = status_text(self.provider, turn)
+        status = status_text(self.session.provider, turn)
         room = max(0, width - len(status) - 3)
         shown = self._partial[:room]
         lines = "".join(line + "\n" for line in done)
         self.out.write(f"{CLEAR}{lines}{shown}{' ' * (room - len(shown))} {DIM}{status}{RESET}")
         self.out.flush()
 
-    def close(self, turn: Turn) -> None:
-        if not self.enabled:
+    def close(self) -> None:
+        turn = self.session.turn
+        if not self.enabled or turn is None:
             return
-        self.flush(turn)
+        self.flush()
+        status = status_text(self.session.provider, turn)
         if self.tty:
-            self.out.write(f"{CLEAR}{self._partial}\n{DIM}{status_text(self.provider, turn)}{RESET}\n")
+            self.out.write(f"{CLEAR}{self._partial}\n{DIM}{status}{RESET}\n")
         else:
-            self.out.write(f"\n[{status_text(self.provider, turn)}]\n")
+            self.out.write(f"\n[{status}]\n")
         self.out.flush()
 
 

@@ -24,7 +24,6 @@ OUTSIDE, PATCH, HEADER, UPDATE, ADD = range(5)
 
 
 class ApplyPatchParser(StreamParser):
-    name = "apply_patch"
 
     def __init__(self, known_paths: frozenset[str] = frozenset()) -> None:
         super().__init__(known_paths)

@@ -17,8 +17,6 @@ FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 
 
 class StreamParser:
-    name = "base"
-
     def __init__(self, known_paths: frozenset[str] = frozenset()) -> None:
         self._buf = ""
         self.known_paths = known_paths

@@ -41,7 +41,6 @@ HOLD = 3  # prose lines held back: they may turn out to be a block's file name a
 
 
 class EditParser(StreamParser):
-    name = "edits"
 
     def __init__(self, known_paths: frozenset[str] = frozenset(), *, whole: bool = False) -> None:
         super().__init__(known_paths)

@@ -1,0 +1,193 @@
+"""FrameSync without Textual: a real Session streaming from a real loopback server, frames
+taken at arbitrary moments, and what the frames carry checked against the session."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from app.bench.demo import CALC_ANSWER, SUB_ANSWER
+from app.core.diff import HunkState
+from app.core.session import Session
+from app.core.workspace import Workspace
+from app.providers.openai_chat import OpenAIChat
+from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.view.frames import DIFF_EVERY, Frame, FrameSync
+
+STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+async def served(answers, **kw) -> ChatServer:
+    server = ChatServer(replay=answers, **kw)
+    await server.start()
+    return server
+
+
+def session_for(root, server: ChatServer) -> Session:
+    return Session(Workspace(root), OpenAIChat(server.base_url, "replay"), fmt="search_replace",
+                   context=["calc.py"])
+
+
+def answer_text(frames: list[Frame]) -> str:
+    return "".join(p.text for f in frames for p in f.answer if p.style == "text" and not p.line)
+
+
+async def take_until_done(sync: FrameSync, session: Session, clock: Clock, rnd: random.Random) -> list[Frame]:
+    frames = []
+    while session.streaming:
+        await asyncio.sleep(rnd.random() * 0.004)
+        clock.t += rnd.random() * 0.03
+        frames.append(sync.take())
+    clock.t += 1
+    frames.append(sync.take())
+    return frames
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_frames_carry_the_whole_answer_once_in_order(demo, seed):
+    server = await served(CALC_ANSWER, rate=3000)
+    session = session_for(demo, server)
+    clock, rnd = Clock(), random.Random(seed)
+    sync = FrameSync(session, clock)
+    try:
+        session.start("add type hints")
+        frames = await take_until_done(sync, session, clock, rnd)
+    finally:
+        await session.aclose()
+        await server.close()
+    turn = session.turn
+    assert turn.state == "done"
+    # the user's line first, then exactly the streamed text, nothing lost or repeated
+    firsts = [p for f in frames for p in f.answer]
+    assert firsts[0].style == "user" and firsts[0].text == "› add type hints"
+    assert answer_text(frames) == turn.text == CALC_ANSWER
+    assert sum(f.started is turn for f in frames) == 1
+    ended = [e for f in frames for e in f.ended]
+    assert len(ended) == 1 and ended[0].turn is turn and not ended[0].superseded
+    assert ended[0].failure is None
+    # the explanation: the prose once, blank runs collapsed, no edit syntax
+    expl = [p.text for f in frames for p in f.explanation]
+    assert expl[0] == "I'll add type hints and guard against division by zero."
+    assert expl[-1] == "The division now fails loudly instead of returning inf."
+    assert not any("SEARCH" in t or "```" in t for t in expl)
+    # the diff: calc.py dirty, with its final open count, and the status agrees
+    assert any("calc.py" in f.dirty for f in frames)
+    last_count = [f.open_counts["calc.py"] for f in frames if "calc.py" in f.open_counts][-1]
+    assert last_count == 3 == len(session.pending.hunks)
+    status = [f.status for f in frames if f.status][-1]
+    assert "done · 3 hunks: 3 open, 0 accepted, 0 rejected" in status
+
+
+async def test_while_streaming_changed_files_are_handed_out_at_most_every_diff_every(demo):
+    server = await served(CALC_ANSWER, rate=2000)
+    session = session_for(demo, server)
+    clock = Clock()
+    sync = FrameSync(session, clock)
+    handed: list[float] = []
+    try:
+        session.start("add type hints")
+        while session.streaming:
+            await asyncio.sleep(0.002)
+            clock.t += 0.01  # a 100 Hz frame clock
+            f = sync.take()
+            if f.dirty and session.streaming:
+                handed.append(clock.t)
+    finally:
+        await session.aclose()
+        await server.close()
+    assert len(handed) >= 2
+    gaps = [b - a for a, b in zip(handed, handed[1:], strict=False)]
+    assert min(gaps) >= DIFF_EVERY - 1e-9
+
+
+async def test_a_redirect_ends_the_first_turn_superseded_and_labels_the_second(demo):
+    server = await served([CALC_ANSWER, SUB_ANSWER], faults=Faults(stall_after=STALL, only_first=1))
+    session = session_for(demo, server)
+    clock = Clock()
+    sync = FrameSync(session, clock)
+    frames: list[Frame] = []
+    try:
+        session.start("add type hints")
+        while session.turn.deltas < STALL:
+            await asyncio.sleep(0.01)
+        clock.t += 1
+        frames.append(sync.take())
+        session.start("do sub instead")  # Enter while it streams: a redirect
+        while session.streaming:
+            await asyncio.sleep(0.01)
+        clock.t += 1
+        frames.append(sync.take())
+    finally:
+        await session.aclose()
+        await server.close()
+    first, second = session.turns
+    ended = [e for f in frames for e in f.ended]
+    assert [(e.turn, e.superseded) for e in ended] == [(first, True), (second, False)]
+    texts = [(p.text, p.style) for f in frames for p in f.answer]
+    assert ("■ interrupted", "dim") in texts
+    assert ("↪ redirect do sub instead", "user") in texts
+    assert texts.index(("■ interrupted", "dim")) < texts.index(("↪ redirect do sub instead", "user"))
+    expl = [p.text for f in frames for p in f.explanation]
+    assert "── ↪ redirect: do sub instead" in expl  # the explanation marks where it changed course
+    assert "".join(p.text for p in frames[-1].answer if p.style == "text") == SUB_ANSWER
+
+
+async def test_a_failed_answer_ends_with_its_reason(demo):
+    server = await served(CALC_ANSWER, faults=Faults(drop_after=20))
+    session = session_for(demo, server)
+    sync = FrameSync(session, Clock())
+    try:
+        session.start("add type hints")
+        await session.wait()
+        f = sync.take()
+    finally:
+        await session.aclose()
+        await server.close()
+    (ended,) = f.ended
+    assert ended.failure and "dropped" in ended.failure
+    assert f.answer[-1].style == "error" and f.answer[-1].text == f"✗ {ended.failure}"
+
+
+async def test_a_new_change_set_clears_the_explanation(demo):
+    server = await served([CALC_ANSWER, SUB_ANSWER])
+    session = session_for(demo, server)
+    sync = FrameSync(session, Clock())
+    try:
+        session.start("add type hints")
+        await session.wait()
+        first = sync.take()
+        session.review.reject_all()  # everything decided: the next message starts afresh
+        session.start("now sub")
+        await session.wait()
+        second = sync.take()
+    finally:
+        await session.aclose()
+        await server.close()
+    assert first.clear_explanation and first.new_change_set is not None
+    assert second.clear_explanation and second.new_change_set is session.pending
+    assert second.new_change_set is not first.new_change_set
+    assert [p.text for p in second.explanation if p.text] == ["Now sub, as asked."]
+    assert all(h.state == HunkState.PENDING for h in session.pending.hunks)
+
+
+async def test_an_idle_frame_is_empty(demo):
+    server = await served(CALC_ANSWER)
+    session = session_for(demo, server)
+    sync = FrameSync(session, Clock())
+    try:
+        f = sync.take(force_status=True)
+        assert not f.changed and f.title == "Answer" and "idle" in f.status
+        assert not sync.take().changed and sync.take().status is None  # nothing new to say
+    finally:
+        await session.aclose()
+        await server.close()

@@ -1,0 +1,143 @@
+"""Session: turns, change sets, steering, the queue and the turn's clock, against a real
+loopback server speaking Chat Completions."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
+from app.core.provider import Capabilities
+from app.core.session import ContextError, Session
+from app.core.workspace import Workspace
+from app.providers.openai_chat import OpenAIChat
+from app.server.chat_server import ChatServer, Faults, split_tokens
+
+STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))
+
+
+@pytest.fixture
+async def rig(demo):
+    servers: list[ChatServer] = []
+    sessions: list[Session] = []
+
+    async def make(answers, fmt="search_replace", provider_cls=OpenAIChat, **kw):
+        server = ChatServer(replay=answers, **kw)
+        await server.start()
+        servers.append(server)
+        s = Session(Workspace(demo), provider_cls(server.base_url, "replay"), fmt=fmt,
+                    context=["calc.py"])
+        sessions.append(s)
+        return s, server
+
+    yield make
+    for s in sessions:
+        await s.aclose()
+    for server in servers:
+        await server.close()
+
+
+async def test_an_answer_is_timed_by_one_clock(rig):
+    session, _ = await rig(CALC_ANSWER, rate=4000)
+    turn = await session.ask("add type hints")
+    assert turn.state == "done" and turn.complete
+    assert 0 < turn.connect_time <= turn.ttft <= turn.elapsed
+    assert turn.tokens == turn.usage.completion == len(split_tokens(CALC_ANSWER))
+    assert turn.tokens_per_s and turn.tokens_per_s > 100
+    assert turn.text == CALC_ANSWER
+
+
+async def test_follow_ups_continue_the_change_set_until_everything_is_decided(rig):
+    session, server = await rig([CALC_ANSWER, SUB_ANSWER, SUB_ANSWER])
+    first = await session.ask("add type hints")
+    pending = session.pending
+    assert first.kind == "ask" and len(pending.hunks) == 3
+    second = await session.ask("and sub")  # hunks still open: same change set
+    assert second.kind == "follow-up" and session.pending is pending
+    assert len(pending.hunks) == 4
+    body = server.stats.bodies[1]["messages"]
+    assert body[-2] == {"role": "assistant", "content": CALC_ANSWER}  # it sees its answer
+    session.review.accept([pending.hunks[0].id])
+    session.review.reject_all()
+    third = await session.ask("again")  # all decided: a new change set on fresh snapshots
+    assert third.kind == "ask" and session.pending is not pending
+    assert session.pending.bases["calc.py"].lines != CALC.splitlines()  # the accept is the base
+    assert len(server.stats.bodies[2]["messages"]) == 2  # system + the new request only
+    msg = server.stats.bodies[1]["messages"][-1]["content"]
+    assert "and sub" in msg
+
+
+async def test_redirect_interrupts_and_the_model_hears_where_it_stopped(rig):
+    session, server = await rig([CALC_ANSWER, SUB_ANSWER], faults=Faults(stall_after=STALL, only_first=1))
+    first = session.start("add type hints")
+    while first.deltas < STALL:
+        await asyncio.sleep(0.01)
+    second = session.start("do sub instead")  # Enter while streaming
+    # settled at once, not on a later tick: the UI shows it in the same frame
+    assert first.state == "interrupted" and first.finish_reason == "cancelled"
+    assert second.kind == "redirect"
+    await session.wait()
+    assert second.state == "done"
+    messages = server.stats.bodies[1]["messages"]
+    assert messages[-2] == {"role": "assistant", "content": first.text}
+    assert "I interrupted your answer" in messages[-1]["content"]
+    # the cut-off hunk stays reviewable, marked incomplete; sub's hunk joins it
+    hunks = session.pending.hunks
+    assert any(h.incomplete for h in hunks)
+    assert ["def sub(a: float, b: float) -> float:"] in [h.new for h in hunks]
+
+
+async def test_interrupt_stops_now_and_keeps_the_complete_hunks(rig):
+    session, _ = await rig(CALC_ANSWER, faults=Faults(stall_after=STALL))
+    turn = session.start("add type hints")
+    while turn.deltas < STALL:
+        await asyncio.sleep(0.01)
+    assert session.interrupt()
+    assert turn.state == "interrupted" and not session.streaming
+    assert not session.interrupt()  # nothing left to stop
+    first, second = session.pending.hunks
+    assert not first.incomplete and second.incomplete
+
+
+async def test_the_queue_runs_after_a_complete_answer_only(rig):
+    session, server = await rig([CALC_ANSWER, SUB_ANSWER], rate=3000)
+    session.start("add type hints")
+    session.enqueue("then sub")
+    await session.wait()
+    assert [t.kind for t in session.turns] == ["ask", "follow-up"]
+    assert session.turns[1].instruction == "then sub" and not session.queue
+    # after a failure the queue waits: the user decides what happens next
+    failing, _ = await rig(CALC_ANSWER, faults=Faults(drop_after=10))
+    failing.start("add type hints")
+    failing.enqueue("then sub")
+    await failing.wait()
+    assert len(failing.turns) == 1 and failing.turn.state == "error"
+    assert failing.queue == ["then sub"]
+
+
+async def test_prefill_and_format_come_from_declared_capabilities(rig):
+    class Prefilled(OpenAIChat):  # the same wire; a back-end that declares it continues answers
+        capabilities = Capabilities(prefill=True, preferred_format="whole")
+
+    whole = "def add(a, b):\n    return a + b\n```\n"
+    session, server = await rig(whole, fmt="auto", provider_cls=Prefilled)
+    turn = await session.ask("shorten it")
+    assert session.fmt == "whole"  # declared by the back-end, not guessed from its name
+    assert turn.text.startswith("calc.py\n```python\n")  # the prefill is the answer's start
+    assert session.pending.files["calc.py"].proposal() == ["def add(a, b):", "    return a + b"]
+    plain, _ = await rig(CALC_ANSWER, fmt="auto")
+    t2 = await plain.ask("add type hints")
+    assert t2.text == CALC_ANSWER  # no prefill for a back-end that does not declare it
+
+
+async def test_context_paths_are_checked(rig, demo):
+    session, _ = await rig(CALC_ANSWER)
+    with pytest.raises(ContextError, match="outside"):
+        session.add_context("../elsewhere.py")
+    with pytest.raises(ContextError, match="no such file"):
+        session.add_context("missing.py")
+    assert session.add_context("./README.md") == "README.md"
+    assert session.context == ["calc.py", "README.md"]
+    session.remove_context("calc.py")
+    assert session.context == ["README.md"]
