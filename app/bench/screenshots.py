@@ -32,6 +32,17 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -
         await pilot.pause(0.02)
 
 
+async def settle(pilot: Pilot) -> None:
+    """Syntax colours in (they are lexed in a thread), then the frozen picture."""
+    from app.ui.diff_view import DiffView
+
+    diff = pilot.app.query_one(DiffView)
+    await pilot.pause(0.05)
+    await until(pilot, lambda: not diff.highlighting)
+    await pilot.pause(0.05)
+    freeze(pilot.app)
+
+
 def freeze(app) -> None:
     """Fixed timings in the status line and no toasts: the same picture on every run."""
     turn = app.session.turn
@@ -64,8 +75,7 @@ async def streaming(pilot: Pilot) -> None:
     app = pilot.app
     await _ask(pilot, "add type hints and guard div against zero")
     await until(pilot, lambda: app.session.turn.deltas >= STALL and len(app.session.pending.hunks) == 2)
-    await pilot.pause(0.1)
-    freeze(app)
+    await settle(pilot)
 
 
 async def review(pilot: Pilot) -> None:
@@ -76,8 +86,7 @@ async def review(pilot: Pilot) -> None:
     await pilot.press("y")
     await until(pilot, lambda: app.session.pending.hunks[0].state.value == "accepted")
     await pilot.press("n")
-    await pilot.pause(0.1)
-    freeze(app)
+    await settle(pilot)
 
 
 async def conflict(pilot: Pilot) -> None:
@@ -92,16 +101,14 @@ async def conflict(pilot: Pilot) -> None:
     app.query_one(DiffView).select(hunks[1].id)
     await pilot.press("y")
     await until(pilot, lambda: hunks[1].state.value == "conflict")
-    await pilot.pause(0.1)
-    freeze(app)
+    await settle(pilot)
 
 
 async def help_screen(pilot: Pilot) -> None:
     """The keys (rebindable)."""
     await until(pilot, lambda: "calc.py" in pilot.app.main.files)
     await pilot.press("f1")
-    await pilot.pause(0.1)
-    freeze(pilot.app)
+    await settle(pilot)
 
 
 async def side_by_side(pilot: Pilot) -> None:
@@ -111,8 +118,7 @@ async def side_by_side(pilot: Pilot) -> None:
     await _done(pilot)
     app.theme = "steer-light"
     await pilot.press("s", "j")
-    await pilot.pause(0.1)
-    freeze(app)
+    await settle(pilot)
 
 
 @dataclass

@@ -13,6 +13,7 @@ of the app on a 50,000-file repository, in a fresh process.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import random
@@ -71,14 +72,67 @@ def _workspace(tmp: Path) -> tuple[Path, Path]:
     return root, answer_file
 
 
-def _instrument(app) -> tuple[list[float], list[tuple[float, int]]]:
+def _instrument(app) -> tuple[list[float], list[tuple[float, int]], list, list]:
     from app.ui.compat import on_display
 
     displays: list[float] = []
     frames: list[tuple[float, int]] = []  # (time, chunks taken so far)
     on_display(app, lambda: displays.append(time.perf_counter()))
     app.main.on_frame = lambda: frames.append((time.perf_counter(), app.main.sync.chunks))
-    return displays, frames
+    ticks: list = []
+    app.main.tick_log = ticks
+    collections: list[tuple[float, float, int]] = []  # (start, end, generation)
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            on_gc.t = time.perf_counter()  # type: ignore[attr-defined]
+        else:
+            collections.append((on_gc.t, time.perf_counter(), info["generation"]))  # type: ignore[attr-defined]
+
+    gc.callbacks.append(on_gc)
+    return displays, frames, ticks, collections
+
+
+def _ms(x: float | None) -> float | None:
+    return None if x is None else round(x * 1000, 2)
+
+
+def _breakdown(lat: list[tuple[float, float, float]], ticks: list, collections: list,
+               t0: float, t1: float) -> dict:
+    """Where the time of the slow frames goes: waiting for the tick, our frame, Textual's
+    layout/render/write, garbage collection inside the tick."""
+    ticks = [t for t in ticks if t0 <= t.start <= t1]
+    if not ticks:
+        return {}
+
+    def gc_in(t) -> float:
+        return sum(min(e, t.end) - max(s, t.start) for s, e, _ in collections if s < t.end and e > t.start)
+
+    durations = [t.end - t.start for t in ticks]
+    slowest = max(ticks, key=lambda t: t.end - t.start)
+    worst = max(lat, key=lambda x: x[0]) if lat else None
+    out = {
+        "ticks": len(ticks),
+        "tick_ms_p50": _ms(_pct(durations, 0.5)), "tick_ms_p95": _ms(_pct(durations, 0.95)),
+        "tick_ms_p99": _ms(_pct(durations, 0.99)),
+        "slowest_tick": {"total_ms": _ms(slowest.end - slowest.start),
+                         "our_frame_ms": _ms(slowest.frame_end - slowest.start),
+                         "textual_render_ms": _ms(slowest.end - slowest.frame_end),
+                         "layout_pass": slowest.layout, "gc_ms": _ms(gc_in(slowest)),
+                         "repainted": slowest.dirty},
+        "gc_full_collections": sum(1 for s, _, g in collections if g == 2 and t0 <= s <= t1),
+        "gc_ms_max": _ms(max((e - s for s, e, _ in collections if t0 <= s <= t1), default=0.0)),
+    }
+    if worst is not None:
+        latency, arrival, shown = worst
+        tick = next((t for t in ticks if t.start >= arrival), None)
+        out["slowest_token"] = {
+            "latency_ms": round(latency, 2),
+            "waiting_for_tick_ms": _ms(tick.start - arrival) if tick else None,
+            "tick_ms": _ms(tick.end - tick.start) if tick else None,
+            "after_tick_ms": _ms(shown - tick.end) if tick else None,
+        }
+    return out
 
 
 async def _one_rate(root: Path, answer_file: Path, rate: float) -> dict:
@@ -90,7 +144,7 @@ async def _one_rate(root: Path, answer_file: Path, rate: float) -> dict:
         app = SteerApp(root, OpenAIChat(url, "replay"), context=["big.py"], watch_files=False, blink=False)
         async with app.run_test(headless=True, size=(160, 48)) as pilot:
             await pilot.pause(0.2)
-            displays, frames = _instrument(app)
+            displays, frames, ticks, collections = _instrument(app)
             cpu0 = time.process_time()
             app.main.send("apply the recorded edits")
             turn = app.session.turn
@@ -99,8 +153,9 @@ async def _one_rate(root: Path, answer_file: Path, rate: float) -> dict:
                 await asyncio.sleep(0.005)
             await pilot.pause(0.1)
             cpu = time.process_time() - cpu0
+            app.main.tick_log = None
             arrivals = turn.chunks.times
-            lat = []
+            lat: list[tuple[float, float, float]] = []  # (ms, arrival, on screen)
             fi = di = 0
             for i, ta in enumerate(arrivals):
                 while fi < len(frames) and frames[fi][1] <= i:
@@ -112,19 +167,22 @@ async def _one_rate(root: Path, answer_file: Path, rate: float) -> dict:
                     di += 1
                 if di == len(displays):
                     break
-                lat.append((displays[di] - ta) * 1000)
+                lat.append(((displays[di] - ta) * 1000, ta, displays[di]))
             span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0
             in_stream = [d for d in displays if arrivals and arrivals[0] <= d <= arrivals[-1]]
+            ms = [x[0] for x in lat]
             return {
                 "offered_tokens_per_s": rate or "unthrottled",
                 "tokens": turn.deltas,
                 "hunks": len(app.session.pending.hunks),
                 "achieved_tokens_per_s": round((len(arrivals) - 1) / span) if span else None,
-                "token_to_screen_ms_p50": round(_pct(lat, 0.5), 2) if lat else None,
-                "token_to_screen_ms_p99": round(_pct(lat, 0.99), 2) if lat else None,
+                "token_to_screen_ms_p50": round(_pct(ms, 0.5), 2) if ms else None,
+                "token_to_screen_ms_p95": round(_pct(ms, 0.95), 2) if ms else None,
+                "token_to_screen_ms_p99": round(_pct(ms, 0.99), 2) if ms else None,
                 "frames_per_s": round(len(in_stream) / span, 1) if span else None,
                 "cpu_s_per_1000_tokens": round(cpu / max(1, turn.deltas) * 1000, 4),
                 "state": turn.state,
+                "frames": _breakdown(lat, ticks, collections, arrivals[0], arrivals[-1]) if arrivals else {},
             }
     finally:
         proc.kill()
@@ -142,7 +200,7 @@ async def _esc_trials(root: Path, answer_file: Path, trials: int) -> dict:
         app = SteerApp(root, OpenAIChat(url, "replay"), context=["big.py"], watch_files=False, blink=False)
         async with app.run_test(headless=True, size=(160, 48)) as pilot:
             await pilot.pause(0.2)
-            displays, _ = _instrument(app)
+            displays, *_ = _instrument(app)
             for _ in range(trials):
                 app.main.send("apply the recorded edits")
                 await asyncio.sleep(0.1 + rnd.random() * 0.3)

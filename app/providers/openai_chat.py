@@ -113,9 +113,10 @@ class OpenAIChat(Provider):
                             if usage:
                                 yield Usage(usage.get("prompt_tokens", 0),
                                             usage.get("completion_tokens") or 0)
-                            rate = _server_speed(obj)
-                            if rate is not None:
-                                speed.append(rate)
+                            if len(obj) > 5:  # speed fields ride on the last chunks only
+                                rate = _server_speed(obj)
+                                if rate is not None:
+                                    speed.append(rate)
             except httpx.ReadTimeout:
                 yield Error("stall", f"no data from {self.base_url} for {self._client.timeout.read:g} s; "
                             "the answer was cut off", retryable=True)

@@ -7,7 +7,9 @@ making the app slow.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from textual.app import App
 from textual.geometry import Size
@@ -23,12 +25,36 @@ class FrameTickScreen(Screen):
     timer of our own, saves a token up to a whole frame of waiting between arriving and
     being drawn."""
 
+    tick_log: list[Tick] | None = None  # benchmarks set it: every tick's timing
+
     def frame(self) -> None:
         """Pull what arrived and update the widgets (called just before each repaint)."""
 
     def _on_timer_update(self) -> None:
+        log = self.tick_log
+        if log is None:
+            self.frame()
+            super()._on_timer_update()
+            return
+        t0 = time.perf_counter()
         self.frame()
+        t1 = time.perf_counter()
+        dirty = sorted({type(w).__name__ for w in self._dirty_widgets})
+        layout = self._layout_required
         super()._on_timer_update()
+        log.append(Tick(t0, t1, time.perf_counter(), layout, dirty))
+
+
+@dataclass(slots=True)
+class Tick:
+    """One refresh tick: our frame (start..frame_end), then Textual's layout (when one was
+    due), render and write (frame_end..end)."""
+
+    start: float
+    frame_end: float
+    end: float
+    layout: bool
+    dirty: list[str]  # the widgets that were repainted (by class)
 
 
 def set_virtual_size(widget: Widget, size: Size) -> None:

@@ -8,6 +8,7 @@ shown plain until they complete.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 
 from pygments.lexers import get_lexer_for_filename
@@ -25,11 +26,13 @@ from textual.strip import Strip
 
 from app.core.diff import FileDiff, Hunk, HunkState
 from app.core.review import line_rows
+from app.ui import actions
 from app.ui.actions import bindings
 from app.ui.compat import set_virtual_size
 from app.view.layout import FileLayout, Row
 
 GUTTER = 12  # "12345 12345 " old and new line numbers
+GROW = 64  # while following a streaming hunk, the scroll range grows this many rows at a time
 STATE_LABEL = {
     HunkState.STREAMING: "streaming", HunkState.PENDING: "pending", HunkState.ACCEPTED: "accepted",
     HunkState.REJECTED: "rejected", HunkState.CONFLICT: "conflict", HunkState.STALE: "stale",
@@ -51,8 +54,9 @@ def _syntax_theme(name: str) -> PygmentsSyntaxTheme:
 
 class Highlighter:
     """Syntax colours per line, cached by the line's text (a line highlights the same
-    wherever it appears). Lines are lexed one by one: ~0.07 ms each, the same per line as
-    in blocks, and a frame never pays for lines it does not show."""
+    wherever it appears). Lines are lexed one by one (~0.07 ms each, the same per line as
+    in blocks) in a worker thread: a frame never waits for pygments, it draws a line plain
+    until its colours are ready and redraws it then."""
 
     def __init__(self, path: str, theme: str) -> None:
         self.lexer = _lexer(path)
@@ -60,13 +64,19 @@ class Highlighter:
         self.cache: dict[str, tuple[tuple[str, Style], ...]] = {}
         self._styles: dict[object, Style] = {}
 
-    def get(self, text: str) -> tuple[tuple[str, Style], ...]:
-        tokens = self.cache.get(text)
-        if tokens is None:
-            if self.lexer is None or not text.strip():
-                return ((text, Style()),)
-            if len(self.cache) > 50_000:
-                self.cache.clear()
+    def tokens(self, text: str) -> tuple[tuple[str, Style], ...] | None:
+        """The colours of `text` if they are ready (never lexes)."""
+        if self.lexer is None or not text.strip():
+            return ((text, _PLAIN),)
+        return self.cache.get(text)
+
+    def lex(self, texts: Iterable[str]) -> None:
+        """Lex and cache (in a worker thread)."""
+        if len(self.cache) > 50_000:
+            self.cache.clear()
+        for text in texts:
+            if text in self.cache or self.lexer is None:
+                continue
             out = []
             for ttype, value in self.lexer.get_tokens(text):
                 value = value.replace("\n", "")
@@ -75,8 +85,10 @@ class Highlighter:
                     if style is None:
                         style = self._styles[ttype] = Style(color=self.theme.get_style_for_token(ttype).color)
                     out.append((value, style))
-            tokens = self.cache[text] = tuple(out)
-        return tokens
+            self.cache[text] = tuple(out)
+
+
+_PLAIN = Style()
 
 
 def warm_lexer(path: str) -> None:
@@ -100,7 +112,6 @@ class DiffView(ScrollView, can_focus=True):
     }
     DEFAULT_CSS = """
     DiffView { background: $surface; scrollbar-background: $surface; scrollbar-background-hover: $surface; scrollbar-background-active: $surface; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
-    DiffView.-tail { scrollbar-size-vertical: 0; }
     DiffView > .diffview--file { background: $panel; color: $text; text-style: bold; }
     DiffView > .diffview--note { color: $warning; }
     DiffView > .diffview--gap { color: $text-muted; }
@@ -158,6 +169,8 @@ class DiffView(ScrollView, can_focus=True):
         self._hunk_rows: dict[int, int] = {}  # hunk id -> index of its header row
         self._style_of: dict[str, Style] = {}  # component styles, resolved once per theme
         self._highlighter: Highlighter | None = None
+        self._unlit: list[str] = []  # lines drawn plain this frame: their colours are coming
+        self._lighting = 0  # highlight workers running
 
     # -- model -----------------------------------------------------------------------------
     def show(self, fd: FileDiff | None, message: str = "") -> None:
@@ -197,10 +210,12 @@ class DiffView(ScrollView, can_focus=True):
             self.rows = self.file_layout.rows(self.side_by_side)
             self._hunk_rows, first = self.file_layout.header_rows, self.file_layout.first_changed
         rows = self.rows
-        h = self.hunk
-        if h is not None and self.cursor_id is None:
-            self.cursor_id = h.id
-        set_virtual_size(self, Size(self.size.width, len(rows)))
+        h = self.hunk  # the cursor's hunk, or the first when it is gone
+        self.cursor_id = h.id if h is not None else None
+        # While a hunk streams in view the rows grow every frame; growing the scroll range in
+        # steps keeps the scrollbar from repainting with each of them.
+        n = len(rows) if not self.has_class("-following") else -(-len(rows) // GROW) * GROW
+        set_virtual_size(self, Size(self.size.width, n))
         # repaint from the first row that changed: unchanged hunks above keep their strips
         if first < max(old_len, len(rows)):
             self.refresh_lines(first, max(old_len, len(rows)) - first + 1)
@@ -257,8 +272,13 @@ class DiffView(ScrollView, can_focus=True):
 
     def follow(self, h: Hunk | None) -> None:
         """Keep the hunk being streamed in view, scrolling in jumps rather than every frame
-        (each scroll repaints the whole pane); no scrollbar meanwhile (see StreamView)."""
-        self.set_class(h is not None, "-tail")  # a change of class costs a layout: only at the ends
+        (each scroll repaints the whole pane). The scrollbar stays: hiding it while streaming
+        would cost a layout pass of the screen at each answer's start and end."""
+        following = h is not None
+        if following != self.has_class("-following"):
+            self.set_class(following, "-following")  # no style rule: no layout pass
+            if not following:
+                self.refresh_rows()  # the exact scroll range again
         if h is None or h.id not in self._hunk_rows:
             return
         self.cursor_id = h.id
@@ -320,6 +340,10 @@ class DiffView(ScrollView, can_focus=True):
         self.scroll_to_hunk()
         self.post_message(self.ModeChanged())
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The action table decides, with the screen's state (what is open, streaming...)."""
+        return actions.available(action, self.screen)  # type: ignore[arg-type]
+
     def on_key(self, event: events.Key) -> None:
         """Typing in the review starts a message, unless the key is one of the review's
         own (bound here or on the screen, enabled or not: a review key never becomes text)."""
@@ -345,7 +369,7 @@ class DiffView(ScrollView, can_focus=True):
             return Strip.blank(width, self._style(""))
         row = self.rows[i]
         h = row.hunk
-        current = h is not None and h.id == (self.hunk.id if self.hunk else None)
+        current = h is not None and h.id == self.cursor_id
         line_cur = picked = False
         if current and self.line_mode and row.index >= 0:
             line_cur = row.index == self.line_cursor
@@ -355,7 +379,10 @@ class DiffView(ScrollView, can_focus=True):
                h.incomplete if h is not None else None, h.note if h is not None else None)
         strip = self._cache.get(key)
         if strip is None:
+            unlit = len(self._unlit)
             strip = self._render_row(row, width, current, line_cur, picked)
+            if len(self._unlit) > unlit:  # drawn plain for now: not kept
+                return strip
             if len(self._cache) > 4000:
                 self._cache.clear()
             self._cache[key] = strip
@@ -434,7 +461,36 @@ class DiffView(ScrollView, can_focus=True):
         hl = self._highlighter
         if hl is None or hl.theme is not _syntax_theme(self.syntax):
             hl = self._highlighter = Highlighter(self.fd.path, self.syntax)
-        return [Segment(t, style + s) for t, s in hl.get(text)]
+        tokens = hl.tokens(text)
+        if tokens is None:
+            if not self._unlit:
+                self.call_after_refresh(self._light)
+            self._unlit.append(text)
+            return [Segment(text, style)]
+        return [Segment(t, style + s) for t, s in tokens]
+
+    def _light(self) -> None:
+        """Lex the lines drawn plain in a thread, then redraw them in colour."""
+        texts, self._unlit = self._unlit, []
+        hl = self._highlighter
+        if hl is None or not texts:
+            return
+
+        def work() -> None:
+            hl.lex(texts)
+            self.app.call_from_thread(self._lit)
+
+        self._lighting += 1
+        self.run_worker(work, thread=True, group="highlight")
+
+    def _lit(self) -> None:
+        self._lighting -= 1
+        self.refresh()
+
+    @property
+    def highlighting(self) -> bool:
+        """Colours are still coming for lines on screen."""
+        return bool(self._unlit) or self._lighting > 0
 
 
 def _no(n: int | None) -> str:

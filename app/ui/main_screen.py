@@ -15,6 +15,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import var
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Header, Input
 
 from app.core import repo, watch
 from app.core.diff import OPEN, HunkState, PendingDiff
@@ -35,6 +36,8 @@ from app.ui import actions
 from app.ui.compat import FrameTickScreen, shutting_down
 from app.ui.diff_view import DiffView, warm_lexer
 from app.ui.file_tree import FileTree
+from app.ui.gc_policy import AnswerGC
+from app.ui.key_bar import KeyBar
 from app.ui.line import Line
 from app.ui.prompt import PromptInput, at_paths
 from app.ui.queue_view import QueueView
@@ -43,6 +46,8 @@ from app.ui.stream_view import StreamView
 from app.view.frames import Frame, FrameSync, Piece
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
+BADGES_EVERY = 0.25  # while streaming, the tree's badges change at most this often
+GC_AFTER = 0.5  # seconds after an answer ends: its last frames are on screen by then
 
 WHERE = {  # the footer's first word: where the next key goes
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
@@ -71,6 +76,10 @@ class MainScreen(FrameTickScreen):
         self._editing: tuple[int, str] | None = None  # a queued message back in the prompt
         self._stop_watch = asyncio.Event()
         self._ready = False
+        self.gc = AnswerGC()
+        self._badges: dict[str, int] = {}  # open-hunk counts not yet shown in the tree
+        self._created: set[str] = set()
+        self._badges_at = 0.0
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -95,7 +104,7 @@ class MainScreen(FrameTickScreen):
         yield Line(id="status")
         yield Line(id="context")
         yield PromptInput(id="prompt", blink=self.blink)
-        yield Footer()
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.ws.root.name} · {self.session.provider.label}"
@@ -104,6 +113,7 @@ class MainScreen(FrameTickScreen):
         self._render_context()
         self.query_one(PromptInput).focus()
         self._ready = True
+        self.query_one(KeyBar).set_where(WHERE[self.focus_area])
         self.session.on_data = self._wake
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)
@@ -133,8 +143,18 @@ class MainScreen(FrameTickScreen):
                 self.focus_area = area
 
     def watch_focus_area(self, area: str) -> None:
-        self.refresh_bindings()
-        self._render_context()
+        if self._ready:
+            self.query_one(KeyBar).set_where(WHERE[area])
+
+    def refresh_bindings(self) -> None:
+        """Tell the key bar only when what is available changed (every call makes Textual
+        walk the bindings; most would change nothing)."""
+        diff = self.query_one(DiffView) if self._ready else None
+        state = (self.focus_area, self.streaming, self.hunk_open, self.any_open, self.can_undo,
+                 self.has_queue, diff.line_mode if diff else None)
+        if state != getattr(self, "_bindings_state", None):
+            self._bindings_state = state
+            super().refresh_bindings()
 
     # -- the frame -------------------------------------------------------------------------
     def _wake(self) -> None:
@@ -162,13 +182,17 @@ class MainScreen(FrameTickScreen):
         _write(expl, f.explanation)
         if f.new_change_set is not None:
             self.follow = True
+            self._created = set()
         if f.dirty and self.session.pending is not None:
             self._sync_diff(self.session.pending, f)
         if f.started is not None:
+            self.gc.streaming()
             self.refresh_bindings()
             self._render_queue()
         for ended in f.ended:
             self._turn_ended(ended.superseded, ended.failure)
+        if f.ended and not self.session.streaming:
+            self.set_timer(GC_AFTER, self._settle_gc)
         if f.title is not None:
             self.query_one("#stream-title", Line).set(f.title)
         if f.status is not None:
@@ -177,6 +201,10 @@ class MainScreen(FrameTickScreen):
             self.frames += 1
             if self.on_frame is not None:
                 self.on_frame()
+
+    def _settle_gc(self) -> None:
+        if not self.session.streaming:
+            self.gc.settled()
 
     def _turn_ended(self, superseded: bool, failure: str | None) -> None:
         if failure:
@@ -196,14 +224,21 @@ class MainScreen(FrameTickScreen):
 
     def _sync_diff(self, pending: PendingDiff, f: Frame) -> None:
         tree = self.query_one(FileTree)
-        counts = dict(tree.pending)
-        for p, n in f.open_counts.items():
-            if n:
-                counts[p] = n
-            else:
-                counts.pop(p, None)
-        tree.set_badges(pending=counts, created=(tree.created - f.dirty) | f.created)
+        self._badges.update(f.open_counts)
+        self._created = (self._created - f.dirty) | f.created
         missing = [p for p in f.dirty if p in pending.files and not tree.has(p)]
+        now = time.perf_counter()
+        # a tree line costs ~0.7 ms to draw: while streaming, its badges move 4 times a second
+        if missing or not self.session.streaming or now - self._badges_at >= BADGES_EVERY:
+            self._badges_at = now
+            counts = dict(tree.pending)
+            for p, n in self._badges.items():
+                if n:
+                    counts[p] = n
+                else:
+                    counts.pop(p, None)
+            self._badges.clear()
+            tree.set_badges(pending=counts, created=set(self._created))
         if missing:
             self.files = sorted(set(self.files) | set(missing))
             tree.load(self.files)
@@ -262,14 +297,18 @@ class MainScreen(FrameTickScreen):
         prompt = self.query_one(PromptInput)
         hint = f"   @{prompt.completion}? Tab completes" if prompt.completion else ""
         shown = "  ".join(f"◆ {p}" for p in ctx) if ctx else "none yet: type @path or press c on a file"
-        self.query_one("#context", Line).set(f"{WHERE[self.focus_area]} · Context: {shown}{hint}")
+        self.query_one("#context", Line).set(f"Context: {shown}{hint}")
         self.query_one(FileTree).set_badges(context=set(ctx))
 
     def _render_queue(self) -> None:
         queue = self.session.queue
-        self.query_one(QueueView).show(queue)
-        self.query_one(QueueView).display = bool(queue)
-        self.query_one("#queue-title").display = bool(queue) or self._editing is not None
+        view, title = self.query_one(QueueView), self.query_one("#queue-title")
+        view.show(queue)
+        # display is a layout change: only when it really changes
+        if view.display != bool(queue):
+            view.display = bool(queue)
+        if title.display != (bool(queue) or self._editing is not None):
+            title.display = bool(queue) or self._editing is not None
 
     # -- files, git, watching --------------------------------------------------------------
     async def _load_files(self) -> None:

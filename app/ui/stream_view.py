@@ -8,17 +8,21 @@ TextArea, costs in proportion to everything shown so far and falls far behind a 
 
 from __future__ import annotations
 
+import time
+from collections import deque
+
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.ui.compat import set_virtual_size
 
 STYLES = ("text", "user", "sep", "error", "dim")
+JUMP_WINDOW = 0.25  # a jump leaves room for as many rows as arrived in this many seconds
 
 
 def _wrap(line: str, width: int) -> list[tuple[int, int]]:
@@ -53,10 +57,13 @@ def _wrap(line: str, width: int) -> list[tuple[int, int]]:
 
 
 class StreamView(ScrollView, can_focus=True):
-    """Two modes. Tail (the default): the view shows the last rows, drawn from the end with no
-    scrolling at all, because in Textual every scroll re-arranges the whole screen and a
-    stream scrolls every frame. Scroll up (wheel, keys) and it becomes an ordinary scroll
-    view with a scrollbar; back at the end, it tails again."""
+    """Two modes. Tail (the default): the view shows the end of the text, drawn from a top
+    row of its own with no scrolling at all, because in Textual every scroll re-arranges the
+    whole screen and a stream scrolls every frame. The top row moves in jumps: when the text
+    reaches the bottom, it moves up far enough to leave room for the next few frames' rows
+    (more room the faster rows arrive), so most frames repaint only their new rows instead
+    of the whole pane. Scroll up (wheel, keys) and it becomes an ordinary scroll view with a
+    scrollbar; back at the end, it tails again."""
 
     COMPONENT_CLASSES = {f"streamview--{s}" for s in STYLES}
     BINDINGS = [
@@ -84,6 +91,9 @@ class StreamView(ScrollView, can_focus=True):
         self._rows: list[tuple[int, int, int]] = []  # (line, start, end)
         self._first_row: list[int] = []  # first row of each line
         self._width = 0
+        self._height = 0
+        self._top = 0  # tail mode: the first row shown
+        self._recent: deque[tuple[float, int]] = deque()  # (when, rows added): the row rate
         self._cache: dict[int, Strip] = {}
         self._style_of: dict[str, Style] = {}  # component styles, resolved once per theme
         self.tail = True
@@ -97,6 +107,7 @@ class StreamView(ScrollView, can_focus=True):
     def clear(self) -> None:
         self._lines, self._styles, self._rows, self._first_row = [], [], [], []
         self._cache.clear()
+        self._top = 0
         self._set_tail(True)
         self.refresh()
 
@@ -129,33 +140,42 @@ class StreamView(ScrollView, can_focus=True):
 
     def _rewrap_from(self, first: int) -> None:
         start_row = self._first_row[first]
+        before = len(self._rows)
         del self._rows[start_row:]
-        width = max(1, self.scrollable_content_region.width or self._width or 80)
+        width = max(1, self._width or 80)
         for i in range(first, len(self._lines)):
             self._first_row[i] = len(self._rows)
             self._rows += [(i, s, e) for s, e in _wrap(self._lines[i], width)]
         for r in [r for r in self._cache if r >= start_row]:
             del self._cache[r]
-        if self.tail:
-            # every visible row moves up by the new rows: repaint the view, never scroll it
-            set_virtual_size(self, Size(width, 0))
+        n = len(self._rows)
+        if not self.tail:
+            set_virtual_size(self, Size(width, n))
+            self.refresh_lines(start_row, max(1, n - start_row))
+            return
+        height = max(1, self._height)
+        now = time.monotonic()
+        self._recent.append((now, max(0, n - before)))
+        while self._recent and now - self._recent[0][0] > JUMP_WINDOW:
+            self._recent.popleft()
+        if n - self._top > height:  # full: jump, leaving room for the rows of the next frames
+            room = min(height // 2, max(2, sum(k for _, k in self._recent)))
+            self._top = max(0, n - height + room)
             self.refresh()
-        else:
-            set_virtual_size(self, Size(width, len(self._rows)))
-            self.refresh_lines(start_row, max(1, len(self._rows) - start_row))
+        else:  # only the rows that changed, where they are on screen
+            y0 = max(0, start_row - self._top)
+            self.refresh(Region(0, y0, width, max(1, max(n, before) - self._top - y0)))
 
     # -- tail / scroll ---------------------------------------------------------------------
-    def _tail_top(self) -> int:
-        return max(0, len(self._rows) - self.size.height)
-
     def _set_tail(self, tail: bool) -> None:
         if tail == self.tail:
             return
-        top = self._tail_top()
+        top = max(0, len(self._rows) - self._height)
         self.tail = tail
         self.set_class(tail, "-tail")
         width = self._width or self.size.width
         if tail:
+            self._top = top
             set_virtual_size(self, Size(width, 0))
             self.scroll_to(y=0, animate=False, immediate=True, force=True)
         else:
@@ -185,12 +205,15 @@ class StreamView(ScrollView, can_focus=True):
 
     # -- rendering -------------------------------------------------------------------------
     def on_resize(self) -> None:
-        width = self.scrollable_content_region.width
-        if width and width != self._width:
-            self._width = width
+        region = self.scrollable_content_region
+        self._height = region.height
+        if region.width and region.width != self._width:
+            self._width = region.width
             self._cache.clear()
             if self._lines:
                 self._rewrap_from(0)
+        self._top = max(0, len(self._rows) - self._height)
+        self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -198,8 +221,10 @@ class StreamView(ScrollView, can_focus=True):
         self._style_of.clear()
 
     def render_line(self, y: int) -> Strip:
-        row = (self._tail_top() if self.tail else int(self.scroll_offset.y)) + y
-        width = self.scrollable_content_region.width
+        if self.tail:
+            row, width = self._top + y, self._width
+        else:  # a scrollbar takes a column: the rare case pays for the exact width
+            row, width = int(self.scroll_offset.y) + y, self.scrollable_content_region.width
         strip = self._cache.get(row)
         if strip is None:
             base = self._style_of.get("")
