@@ -7,7 +7,9 @@ it from the settings.
 
 `stream(request)` yields events (app.core.events): `Connected` once the back-end answered
 (response headers, model loaded), then TextDelta / ReasoningDelta / Usage, and exactly one
-Done at the end (preceded by an Error when it failed). Cancelling the task that iterates
+Done at the end (preceded by an Error when it failed). An agent (`capabilities.agent`) also
+yields plans, tool calls, structured edits and requests (reads, writes, permissions) that
+the session answers through the future each request carries. Cancelling the task that iterates
 cancels the generation upstream, as `capabilities.cancel` says how.
 """
 
@@ -29,6 +31,7 @@ class Request:
     prefill: str = ""  # the answer's first characters (sent only to `prefill` back-ends)
     prediction: str | None = None  # predicted output (sent only to `predicted_outputs` ones)
     extra: dict[str, object] = field(default_factory=dict)  # more body fields, passed as they are
+    context: list[str] = field(default_factory=list)  # files the user attached (relative paths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,9 @@ class Capabilities:
     predicted_outputs: bool = False  # honours Request.prediction
     cancel: Literal["close", "message", "thread"] = "close"  # how a cancel reaches the generation
     preferred_format: str | None = None  # the edit format this back-end's model writes best
+    # an agent (ACP): it is sent the user's words only and keeps its own conversation; its
+    # text is prose, its edits arrive as FileEdit / FileWrite events (app.core.events)
+    agent: bool = False
 
 
 class SteerRefused(RuntimeError):

@@ -8,7 +8,7 @@ whose region was touched becomes `conflict` and is not written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.core.diff import OPEN, FileDiff, Hunk, HunkState, PendingDiff
@@ -68,6 +68,8 @@ class Review:
         self.pending = pending
         self.journal = journal or Journal.for_workspace(ws)
         self._undo: list[_Tx] = []
+        # called after hunks were decided (an agent's write waits for that: Session)
+        self.on_decided: Callable[[], None] | None = None
 
     # -- choosing --------------------------------------------------------------------------
     # plan_* prepare an accept (see `plan`); accept_* also carry it out, in one go.
@@ -114,6 +116,8 @@ class Review:
                 h.note = ""
                 self.pending.files[h.path].touch(h)
                 out.rejected.append(i)
+        if out.rejected and self.on_decided is not None:
+            self.on_decided()
         return out
 
     def reject_file(self, path: str) -> Outcome:
@@ -204,6 +208,8 @@ class Review:
             self.pending.files[h.path].touch(h)
             out.accepted.append(h.id)
         self._undo.append(tx)
+        if self.on_decided is not None:
+            self.on_decided()
         return out
 
     def _merge(self, fd: FileDiff, hunks: list[Hunk], chosen: dict[int, list[str] | None],
