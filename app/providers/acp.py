@@ -72,6 +72,7 @@ from app.core.events import (
 from app.core.provider import Capabilities, Provider, Request
 
 LINE_LIMIT = 50 * 1024 * 1024  # one JSON-RPC message (a whole file read or written)
+STARTUP = 30.0  # seconds an agent may take to start (npx, a JIT...), however short the stall limit
 DECLINED = -32001  # our error code for "the user said no": the agent reads the message
 FINISH = {"end_turn": "stop", "max_tokens": "length", "max_turn_requests": "length",
           "refusal": "refusal", "cancelled": "cancelled"}
@@ -204,10 +205,11 @@ class AcpAgent(Provider):
         self._tools.clear()
 
     async def _handshake(self, call):
+        limit = max(self.stall_timeout, STARTUP)
         try:
-            return await asyncio.wait_for(call, self.stall_timeout)
+            return await asyncio.wait_for(call, limit)
         except TimeoutError:
-            raise AgentFailed(f"the agent did not answer within {self.stall_timeout:.0f} s") from None
+            raise AgentFailed(f"the agent did not answer within {limit:.0f} s of starting") from None
         except Exception as exc:
             kind, message = await self._explain(exc)
             raise AgentFailed(message) from None
@@ -264,7 +266,7 @@ class AcpAgent(Provider):
         self._pipe.last = time.monotonic()
         prompt = self._prompt = asyncio.create_task(
             self._conn.prompt(session_id=self._session_id, prompt=self._blocks(request)))
-        prompt.add_done_callback(lambda _: events.put_nowait(_END))
+        prompt.add_done_callback(lambda t: (t.cancelled() or t.exception(), events.put_nowait(_END)))
         finished = False
         try:
             while True:
