@@ -444,3 +444,36 @@ def test_steer_run_agent_that_cannot_start_exits_3(repo):
 def test_steer_run_agent_refuses_an_empty_command(repo):
     out = steer(repo, "run", "go", "--agent", "  ")
     assert out.returncode == 2 and "--agent" in out.stderr
+
+
+# -- attacks -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("command, expect", [
+    ("sh -c 'echo Welcome to my agent; sleep 30'", "not ACP on its stdout: 'Welcome to my agent'"),
+    ("sh -c 'echo no key set >&2; exit 7'", "the agent exited with code 7; it said: no key set"),
+])
+def test_steer_run_agent_broken_at_start_exits_3_with_its_words(repo, command, expect):
+    out = steer(repo, "run", "go", "--agent", command)
+    assert out.returncode == 3 and expect in out.stderr, out.stderr
+
+
+async def test_fifos_binary_content_and_directories_are_refused_without_blocking(repo, tmp_path, agent_log):
+    os.mkfifo(repo / "pipe")
+    (repo / "bin.dat").write_bytes(b"\x00\x01\x02")
+    cmd = script(tmp_path, [
+        {"read": {"path": "pipe"}},
+        {"write": {"path": "pipe", "content": "x\n"}},
+        {"read": {"path": "bin.dat"}},
+        {"write": {"path": "f.txt", "content": "nul \x00 inside\n"}},
+        {"write": {"path": ".", "content": "x\n"}},
+        {"say": "survived"}])
+    session = session_for(repo, cmd)
+    try:
+        turn = await session.ask("attack")
+    finally:
+        await session.aclose()
+    assert turn.complete and turn.text == "survived"
+    reads, writes = logged(agent_log, "read"), logged(agent_log, "write")
+    assert "not a regular file" in reads[0]["error"] and "not a regular file" in writes[0]["error"]
+    assert "binary" in reads[1]["error"] and "binary" in writes[1]["error"]
+    assert "refused" in writes[2]["error"]
+    assert session.pending.hunks == [] and (repo / "f.txt").read_text() == SRC

@@ -109,6 +109,7 @@ class AgentHost:
             self.propose(fd, split(target, fd.path))
         except (AgentRefused, PathRefused, NotText, OSError) as exc:
             pending.error(None, str(exc))
+        self.settle()  # a proposal may have replaced what a waiting write holds
 
     def write(self, ev: FileWrite) -> None:
         """fs/write_text_file: the whole file, as hunks; answered when the user decides."""
@@ -121,6 +122,7 @@ class AgentHost:
             pending.error(None, str(exc))
             _reply(ev.reply, f"{exc}; nothing was written")
             return
+        self.settle()  # this write may replace what an earlier one holds
         if self.write_policy == "stage" or not held:
             _reply(ev.reply, None)
             return
