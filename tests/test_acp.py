@@ -339,6 +339,36 @@ async def test_esc_sends_session_cancel_and_the_turn_ends_cancelled(repo, tmp_pa
     assert "interrupted" in logged(agent_log, "prompt")[1]["blocks"][0]["text"]
 
 
+async def test_a_redirect_cancels_the_agents_turn_and_prompts_again(repo, tmp_path, agent_log):
+    cmd = script(tmp_path, [{"say": "working"}, {"wait_cancel": True}], [{"say": "redirected"}])
+    session = session_for(repo, cmd)
+    try:
+        first = session.start("go")
+        await until(lambda: first.text == "working")
+        second = session.start("do something else instead")  # while streaming: a redirect
+        assert second.kind == "redirect" and first.finish_reason == "cancelled"
+        await session.wait()
+    finally:
+        await session.aclose()
+    assert second.complete and second.text == "redirected"
+    # the new prompt went out after the agent answered the cancelled one
+    assert [e["event"] for e in logged(agent_log) if e["event"] in ("cancelled", "prompt")] == [
+        "prompt", "cancelled", "prompt"]
+    assert "do something else instead" in logged(agent_log, "prompt")[1]["blocks"][0]["text"]
+
+
+async def test_context_files_go_to_the_agent_as_resource_links(repo, tmp_path, agent_log):
+    cmd = script(tmp_path, [{"say": "ok"}])
+    session = session_for(repo, cmd, context=["g.txt"])
+    try:
+        await session.ask("look")
+    finally:
+        await session.aclose()
+    blocks = logged(agent_log, "prompt")[0]["blocks"]
+    assert blocks[1]["type"] == "resource_link" and blocks[1]["name"] == "g.txt"
+    assert blocks[1]["uri"] == (Path(os.path.realpath(repo)) / "g.txt").as_uri()
+
+
 # -- faults ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fault, stall, expect", [
     ({"die": True}, 30, "killed by signal 9"),
@@ -397,10 +427,13 @@ def test_steer_run_agent_end_to_end(repo, tmp_path, agent_log):
 
 
 def test_steer_run_agent_without_accept_stages_and_writes_nothing(repo, tmp_path, agent_log):
-    cmd = script(tmp_path, [WRITE, {"read": {"path": "f.txt"}}, {"say": "done"}])
+    cmd = script(tmp_path, [{"plan": [["write f.txt", "in_progress"]]}, {"tool": {"id": "w", "title": "Write"}},
+                            WRITE, {"read": {"path": "f.txt"}}, {"say": "done"}])
     out = steer(repo, "run", "edit", "--agent", cmd, "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
+    assert report["plan"] == [{"content": "write f.txt", "status": "in_progress"}]
+    assert report["tool_calls"] == [{"id": "w", "title": "Write", "kind": "edit", "status": "pending"}]
     assert report["format"] == "agent" and report["files"][0]["hunks"][0]["added"] == ["line five"]
     # staged: the agent was answered at once, and it reads its own change back
     assert logged(agent_log, "write")[0]["ok"] is True

@@ -166,7 +166,10 @@ class AcpAgent(Provider):
                 and self._pipe.junk is None and self._session_id != "")
 
     async def warm(self) -> None:
-        await self._ensure()
+        """Start the agent while the user types. A failure is reported by the turn that
+        needs the agent (it tries again), not here."""
+        with contextlib.suppress(AgentFailed):
+            await self._ensure()
 
     async def _ensure(self) -> None:
         if self._start_lock is None:
