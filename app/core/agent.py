@@ -108,7 +108,7 @@ class AgentHost:
                 raise AgentRefused(f"{fd.path}: the text to replace is not in the file")
             self.propose(fd, split(target, fd.path))
         except (AgentRefused, PathRefused, NotText, OSError) as exc:
-            pending.error(None, str(exc))
+            pending.error(ev.path, str(exc))
         self.settle()  # a proposal may have replaced what a waiting write holds
 
     def write(self, ev: FileWrite) -> None:
@@ -119,7 +119,7 @@ class AgentHost:
             fd = pending.file(self.resolve(ev.path))
             held = self.propose(fd, split(ev.content, fd.path))
         except (AgentRefused, PathRefused, NotText, OSError) as exc:
-            pending.error(None, str(exc))
+            pending.error(ev.path, str(exc))
             _reply(ev.reply, f"{exc}; nothing was written")
             return
         self.settle()  # this write may replace what an earlier one holds
