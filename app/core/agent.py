@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from app.core.session import Session, Turn
 
 WritePolicy = Literal["wait", "stage"]
+AGENT_EVENTS = frozenset({Plan, ToolCall, FileEdit, FileWrite, FileRead, PermissionRequest})
 
 
 class AgentRefused(ValueError):

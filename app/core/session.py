@@ -17,17 +17,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.core import prompts
-from app.core.agent import AgentHost, ProseOnly
+from app.core.agent import AGENT_EVENTS, AgentHost, ProseOnly
 from app.core.diff import OPEN, HunkState, PendingDiff
 from app.core.events import (
     Connected,
     Done,
     Error,
-    FileEdit,
-    FileRead,
-    FileWrite,
-    PermissionRequest,
-    Plan,
     PlanItem,
     ReasoningDelta,
     TextDelta,
@@ -42,7 +37,6 @@ from app.core.textfile import NotText
 from app.core.workspace import Workspace
 
 TurnState = Literal["connecting", "streaming", "done", "interrupted", "error"]
-AGENT_EVENTS = frozenset({Plan, ToolCall, FileEdit, FileWrite, FileRead, PermissionRequest})
 
 
 class ContextError(ValueError):
@@ -229,10 +223,11 @@ class Session:
             self.review = Review(self.ws, self.pending)
             self.review.on_decided = self.agent.settle
             self.history = []
-            self.fmt = "agent" if caps.agent else self.fmt_choice if self.fmt_choice != "auto" else (
-                choose_format(caps, self.provider.model, [len(s.lines) for s in self._snapshots]))
-            # an agent reads the files it needs itself (through steer): it gets the words
-            content = instruction if caps.agent else prompts.first_message(instruction, self._snapshots)
+            self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
+                caps, self.provider.model, [len(s.lines) for s in self._snapshots])
+            content = prompts.first_message(instruction, self._snapshots)
+            if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
+                self.fmt, content = "agent", instruction
         else:
             assert self.pending is not None and previous is not None
             content = prompts.steer_message(instruction, self.pending.hunks,
