@@ -10,12 +10,19 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import git, init_repo
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from app.core.diff import HunkState
+from app.core.agent import AgentHost, AgentRefused
+from app.core.diff import HunkState, PendingDiff
+from app.core.journal import Journal
+from app.core.review import Review
 from app.core.session import Session
 from app.core.workspace import Workspace
 from app.providers.acp import AcpAgent
@@ -510,3 +517,42 @@ async def test_fifos_binary_content_and_directories_are_refused_without_blocking
     assert "binary" in reads[1]["error"] and "binary" in writes[1]["error"]
     assert "refused" in writes[2]["error"]
     assert session.pending.hunks == [] and (repo / "f.txt").read_text() == SRC
+
+
+# -- the proposal logic, property-tested ---------------------------------------------------------
+LINES = st.lists(st.sampled_from(["a", "b", "c", "", "d e"]), max_size=8)
+
+
+@settings(max_examples=120, deadline=None)
+@given(base=LINES, first=LINES, second=LINES, decide=st.lists(st.booleans(), max_size=8))
+def test_proposals_land_exactly_and_decisions_are_kept(base, first, second, decide):
+    """Whatever an agent proposes for a file, twice, with some hunks decided in between:
+    steer's view is the latest proposal wherever the user has not decided, an accept writes
+    exactly the view, and a proposal that would rewrite decided lines is refused whole."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "f.txt").write_text("".join(x + "\n" for x in base))
+        ws = Workspace(root)
+        host_of = SimpleNamespace(ws=ws, pending=PendingDiff(ws), on_change=lambda: None)
+        host = AgentHost(host_of)  # type: ignore[arg-type]
+        review = Review(ws, host_of.pending, Journal(root / "journal"))
+        fd = host_of.pending.file("f.txt")
+        host.propose(fd, first)
+        assert host.view(fd) == first
+        ids = [h.id for h in fd.hunks]
+        host.propose(fd, first)  # stated again: the same hunks, the same ids
+        assert [h.id for h in fd.hunks] == ids
+        hunks = list(fd.hunks)
+        for h, yes in zip(hunks, decide, strict=False):
+            (review.accept if yes else review.reject)([h.id])
+        decided = {h.id for h in fd.hunks if h.state in (HunkState.ACCEPTED, HunkState.REJECTED)}
+        before = host.view(fd)
+        try:
+            host.propose(fd, second)
+        except AgentRefused:
+            assert host.view(fd) == before  # refused whole: nothing changed
+        else:
+            assert host.view(fd) == second
+            assert decided <= {h.id for h in fd.hunks}  # decided hunks are never dropped
+        review.accept_all()
+        assert (root / "f.txt").read_text() == "".join(x + "\n" for x in host.view(fd))

@@ -267,9 +267,10 @@ class AgentHost:
 
 
 def _touch(a1: int, a2: int, s: int, e: int) -> bool:
-    """Does the change [a1, a2) touch the decided region [s, e)?"""
+    """Does the change [a1, a2) touch the decided region [s, e)? An insertion at a decided
+    hunk's first line does: the pending diff could not tell which of the two comes first."""
     if a1 == a2:
-        return s < a1 < e
+        return s <= a1 < e
     if s == e:
         return a1 < s < a2
     return a1 < e and s < a2
