@@ -32,6 +32,8 @@ def _provider_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-tokens", type=int, help="cap on the answer's length")
     g.add_argument("--temperature", type=float)
     g.add_argument("--stall-timeout", type=float, help="seconds without data before giving up")
+    g.add_argument("--agent", metavar="COMMAND",
+                   help='run an ACP coding agent instead of a model, e.g. "codex-acp" or "gemini --acp"')
 
 
 def find_root(start: Path) -> Path:
@@ -48,7 +50,8 @@ def find_root(start: Path) -> Path:
 def settings_from(args: argparse.Namespace):
     return load_settings(provider=args.provider, base_url=args.base_url, model=args.model,
                          model_path=args.model_path, format=args.format, max_tokens=args.max_tokens,
-                         temperature=args.temperature, stall_timeout=args.stall_timeout)
+                         temperature=args.temperature, stall_timeout=args.stall_timeout,
+                         agent=args.agent)
 
 
 # -- steer run ---------------------------------------------------------------------------------
@@ -62,6 +65,8 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="write the proposal to disk (default: none, only print it)")
     p.add_argument("--json", action="store_true", help="print a JSON report instead of the diff")
     p.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer to stderr")
+    p.add_argument("--agent-permissions", choices=("reject", "allow"), default="reject",
+                   help="how an --agent's permission requests are answered (default: reject once)")
     _provider_flags(p)
     return p
 
@@ -82,18 +87,22 @@ async def _run(args: argparse.Namespace) -> int:
     from app.view.live import LiveStatus, report
     from app.view.render import unified
 
+    cwd = Path(args.directory).resolve()
+    ws = Workspace(find_root(cwd))
     try:
         settings = settings_from(args)
-        provider = build_provider(settings)
+        provider = build_provider(settings, cwd=ws.root)
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    cwd = Path(args.directory).resolve()
-    ws = Workspace(find_root(cwd))
     try:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
         session = Session(ws, provider, fmt=settings.format, context=context,
                           max_tokens=settings.max_tokens, temperature=settings.temperature)
+        if provider.capabilities.agent:
+            # the agent's writes are staged as hunks at once; --accept decides at the end
+            session.agent.write_policy = "stage"
+            session.agent.on_permission = _permission_answerer(session, args.agent_permissions)
         live = LiveStatus(sys.stderr, session, enabled=not args.quiet)
         session.start(args.instruction)
     except ContextError as exc:
@@ -136,6 +145,20 @@ async def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(unified(pending))
     return code
+
+
+def _permission_answerer(session, policy: str):
+    allow = policy == "allow"
+    kinds = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+
+    def answer(req) -> None:
+        choice = next((o for kind in kinds for o in req.options if o.kind == kind), None)
+        session.agent.answer(req, choice.id if choice else None)
+        how = "allowed" if allow and choice else "rejected"
+        hint = "" if allow else " (--agent-permissions allow to allow)"
+        print(f"\nsteer: {how} the agent's request: {req.title}{hint}", file=sys.stderr)
+
+    return answer
 
 
 # -- steer undo --------------------------------------------------------------------------------
@@ -185,21 +208,21 @@ def cmd_tui(argv: list[str]) -> int:
     p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH")
     _provider_flags(p)
     args = p.parse_args(argv)
-    try:
-        settings = settings_from(args)
-        from app.providers.factory import build_provider
-
-        provider = build_provider(settings)
-    except ConfigError as exc:
-        print(f"steer: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    from app.ui.app import SteerApp
-
     start = Path(args.path).resolve()
     if not start.is_dir():
         print(f"steer: {args.path} is not a directory", file=sys.stderr)
         return EXIT_USAGE
     root = find_root(start)
+    try:
+        settings = settings_from(args)
+        from app.providers.factory import build_provider
+
+        provider = build_provider(settings, cwd=root)
+    except ConfigError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from app.ui.app import SteerApp
+
     context = [os.path.relpath((Path.cwd() / f).resolve(), root) for f in args.files]
     SteerApp(root, provider, settings, context=context).run()
     return EXIT_OK

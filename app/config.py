@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     api_key_env: str | None = None  # the variable holding the key, for providers without a preset
     format: str = "auto"
     model_path: str | None = None
+    agent: str | None = None  # an ACP agent's command line: used instead of a model
     max_tokens: int | None = None
     temperature: float | None = None
     stall_timeout: float = 120.0

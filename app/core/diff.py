@@ -528,6 +528,15 @@ class PendingDiff:
         fd, base = cur.fd, cur.fd.base
         old = [t for op, t in cur.ops if op != "+"]
         cur.ops = []
+        at = cur.begin.at
+        if at is not None:  # placed where the edit says, if its old lines are there
+            if base.lines[at : at + len(old)] != old:
+                self._fail(cur, f"{fd.path}: the edit's old lines are not at line {at + 1}")
+            elif fd.blocked(at, at + len(old)):
+                self._fail(cur, f"{fd.path}: the edit overlaps changes you already decided")
+            else:
+                cur.edit = self._place(fd, at, base.lines[at : at + len(old)], aligned=True)
+            return
         if not old:  # empty SEARCH: create the file, or append to it
             at = len(base.lines)
             if fd.blocked(at, at):

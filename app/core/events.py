@@ -6,7 +6,8 @@ second on the hot path and they never cross a process boundary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import Literal
 
 
@@ -32,7 +33,8 @@ class Connected:
     clock records the connect time from it."""
 
 
-ErrorKind = Literal["network", "http", "auth", "rate_limit", "stall", "protocol", "model", "cancelled"]
+ErrorKind = Literal["network", "http", "auth", "rate_limit", "stall", "protocol", "model", "agent",
+                   "cancelled"]
 
 
 @dataclass(slots=True)
@@ -50,4 +52,85 @@ class Done:
     server_tokens_per_s: float | None = None
 
 
-Event = Connected | TextDelta | ReasoningDelta | Usage | Done | Error
+# -- what an agent (capabilities.agent, e.g. ACP) yields besides its text ---------------------
+# An agent does not write edit syntax into its answer: its edits arrive structured, and it
+# asks the client to read and write files and for permissions. Requests carry a future the
+# session resolves; the back-end awaits it and answers the agent.
+
+
+@dataclass(slots=True)
+class PlanItem:
+    content: str
+    status: str = "pending"  # "pending", "in_progress", "completed"
+    priority: str = "medium"
+
+
+@dataclass(slots=True)
+class Plan:
+    """The agent's plan, complete each time (it replaces the previous one)."""
+
+    entries: list[PlanItem]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """What a tool call of the agent looks like now (each update repeats every field)."""
+
+    id: str
+    title: str
+    kind: str | None = None  # "read", "edit", "execute", ... (ACP's ToolKind)
+    status: str | None = None  # "pending", "in_progress", "completed", "failed"
+
+
+@dataclass(slots=True)
+class FileEdit:
+    """A structured edit of one file: `old` replaced by `new`; `old` None means `new` is the
+    whole file. `path` is as the agent sent it (absolute, usually)."""
+
+    path: str
+    old: str | None
+    new: str
+    tool: str = ""  # the tool call it came from
+
+
+@dataclass(slots=True)
+class FileWrite:
+    """The agent asks to write a whole file. `reply` gets None once the change is accepted
+    (or staged, in `steer run`), else the message the agent is told instead."""
+
+    path: str
+    content: str
+    reply: asyncio.Future[str | None] = field(repr=False)
+
+
+@dataclass(slots=True)
+class FileRead:
+    """The agent reads a file through steer: `reply` gets steer's view of it (the proposal
+    so far included), or an exception saying why not."""
+
+    path: str
+    line: int | None  # 1-based first line
+    limit: int | None
+    reply: asyncio.Future[str] = field(repr=False)
+
+
+@dataclass(slots=True)
+class PermissionOption:
+    id: str
+    name: str
+    kind: str  # "allow_once", "allow_always", "reject_once", "reject_always"
+
+
+@dataclass(slots=True)
+class PermissionRequest:
+    """The agent asks before running a tool. `reply` gets the chosen option's id, or None
+    for "cancelled" (the turn ended)."""
+
+    title: str
+    options: list[PermissionOption]
+    tool: ToolCall
+    reply: asyncio.Future[str | None] = field(repr=False)
+
+
+AgentEvent = Plan | ToolCall | FileEdit | FileWrite | FileRead | PermissionRequest
+Event = Connected | TextDelta | ReasoningDelta | Usage | Done | Error | AgentEvent

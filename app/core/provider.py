@@ -7,14 +7,16 @@ it from the settings.
 
 `stream(request)` yields events (app.core.events): `Connected` once the back-end answered
 (response headers, model loaded), then TextDelta / ReasoningDelta / Usage, and exactly one
-Done at the end (preceded by an Error when it failed). Cancelling the task that iterates
+Done at the end (preceded by an Error when it failed). An agent (`capabilities.agent`) also
+yields plans, tool calls, structured edits and requests (reads, writes, permissions) that
+the session answers through the future each request carries. Cancelling the task that iterates
 cancels the generation upstream, as `capabilities.cancel` says how.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from app.core.events import Event
@@ -28,6 +30,7 @@ class Request:
     temperature: float | None = None
     prefill: str = ""  # the answer's first characters (sent only to `prefill` back-ends)
     prediction: str | None = None  # predicted output (sent only to `predicted_outputs` ones)
+    context: list[str] = field(default_factory=list)  # files the user attached (relative paths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,9 @@ class Capabilities:
     predicted_outputs: bool = False  # honours Request.prediction
     cancel: Literal["close", "message", "thread"] = "close"  # how a cancel reaches the generation
     preferred_format: str | None = None  # the edit format this back-end's model writes best
+    # an agent (ACP): it is sent the user's words only and keeps its own conversation; its
+    # text is prose, its edits arrive as FileEdit / FileWrite events (app.core.events)
+    agent: bool = False
 
 
 class SteerRefused(RuntimeError):

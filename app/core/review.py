@@ -9,7 +9,7 @@ whose region was touched becomes `conflict` and is not written.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.core.diff import OPEN, FileDiff, Hunk, HunkState, PendingDiff
@@ -66,6 +66,8 @@ class Review:
         self.journal = journal or Journal.for_workspace(ws)
         self._undo: list[_Tx] = []
         self._lock: asyncio.Lock | None = None  # one write at a time (made on first async use)
+        # called after hunks were decided (an agent's write waits for that: Session)
+        self.on_decided: Callable[[], None] | None = None
 
     # -- async: what a UI calls; the disk part runs in a thread, one write at a time --------
     @property
@@ -141,6 +143,8 @@ class Review:
                 h.note = ""
                 self.pending.files[h.path].touch(h)
                 out.rejected.append(i)
+        if out.rejected and self.on_decided is not None:
+            self.on_decided()
         return out
 
     def reject_file(self, path: str) -> Outcome:
@@ -231,6 +235,8 @@ class Review:
             self.pending.files[h.path].touch(h)
             out.accepted.append(h.id)
         self._undo.append(tx)
+        if self.on_decided is not None:
+            self.on_decided()
         return out
 
     def _merge(self, fd: FileDiff, hunks: list[Hunk], chosen: dict[int, list[str] | None],

@@ -17,8 +17,18 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.core import prompts
+from app.core.agent import AGENT_EVENTS, AgentHost, ProseOnly
 from app.core.diff import OPEN, HunkState, PendingDiff
-from app.core.events import Connected, Done, Error, ReasoningDelta, TextDelta, Usage
+from app.core.events import (
+    Connected,
+    Done,
+    Error,
+    PlanItem,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 from app.core.formats import choose_format, make_parser
 from app.core.provider import Provider, Request
 from app.core.review import Review
@@ -52,6 +62,8 @@ class Turn:
     server_tokens_per_s: float | None = None  # the back-end's own figure, when it sends one
     finish_reason: str | None = None
     error: Error | None = None
+    plan: list[PlanItem] = field(default_factory=list)  # an agent's latest plan
+    tools: dict[str, ToolCall] = field(default_factory=dict)  # an agent's tool calls, by id
 
     @property
     def text(self) -> str:
@@ -113,6 +125,7 @@ class Session:
         self.queue: list[str] = []
         self._task: asyncio.Task[None] | None = None
         self._snapshots: list[Snapshot] = []
+        self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
 
     # -- context ---------------------------------------------------------------------------
     def add_context(self, raw: str) -> str:
@@ -155,6 +168,12 @@ class Session:
             except NotText as exc:
                 raise ContextError(str(exc)) from None
         return snaps
+
+    def wake(self) -> None:
+        """Something arrived (text, an agent's request): tell the UI once per frame."""
+        if not self._data_signalled and self.on_data is not None:
+            self._data_signalled = True
+            self.on_data()
 
     def take_data(self) -> None:
         """The UI has taken what arrived: signal the next arrival again."""
@@ -204,31 +223,35 @@ class Session:
 
     def _start(self, instruction: str, kind: Literal["ask", "redirect", "follow-up"]) -> Turn:
         previous = self.turn
+        caps = self.provider.capabilities
         if kind == "ask":
             self._snapshots = self._snapshot_context()
             self.pending = PendingDiff(self.ws, self._snapshots)
             self.review = Review(self.ws, self.pending)
+            self.review.on_decided = self.agent.settle
             self.history = []
             self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
-                self.provider.capabilities, self.provider.model, [len(s.lines) for s in self._snapshots])
+                caps, self.provider.model, [len(s.lines) for s in self._snapshots])
             content = prompts.first_message(instruction, self._snapshots)
+            if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
+                self.fmt, content = "agent", instruction
         else:
             assert self.pending is not None and previous is not None
             content = prompts.steer_message(instruction, self.pending.hunks,
                                             interrupted=previous.state == "interrupted")
             self.pending.begin_turn()
         assert self.pending is not None
-        messages = [{"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
-                    {"role": "user", "content": content}]
-        caps = self.provider.capabilities
+        messages = [{"role": "user", "content": content}] if caps.agent else [
+            {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
+            {"role": "user", "content": content}]
         prefill = prompts.prefill(self.fmt, self._snapshots) if caps.prefill else ""
         turn = Turn(instruction, kind)
         self.turns.append(turn)
         known = frozenset(s.path for s in self._snapshots)
-        self._parser = make_parser(self.fmt, known)
+        self._parser = ProseOnly() if caps.agent else make_parser(self.fmt, known)
         self._messages = messages
         req = Request(messages, model=self.provider.model, max_tokens=self.max_tokens,
-                      temperature=self.temperature, prefill=prefill)
+                      temperature=self.temperature, prefill=prefill, context=list(self.context))
         if prefill:
             self._feed(turn, prefill)
         self._task = asyncio.get_running_loop().create_task(self._run(turn, req, self._parser))
@@ -253,9 +276,7 @@ class Session:
                     turn.chunks.append(ev.text)
                     turn.size += len(ev.text)
                     pending.feed(parser.feed(ev.text))
-                    if not self._data_signalled and self.on_data is not None:
-                        self._data_signalled = True
-                        self.on_data()
+                    self.wake()
                 elif t is ReasoningDelta:
                     if turn.first_token is None:
                         turn.first_token = time.perf_counter()
@@ -270,6 +291,8 @@ class Session:
                 elif t is Done:
                     turn.finish_reason = ev.finish_reason
                     turn.server_tokens_per_s = ev.server_tokens_per_s
+                elif t in AGENT_EVENTS:
+                    self.agent.handle(turn, ev)
         except asyncio.CancelledError:
             if turn.live:
                 self._finalize(turn, parser, interrupted=True)
@@ -295,6 +318,7 @@ class Session:
         assert pending is not None
         pending.feed(parser.finish(complete=turn.complete))
         pending.finish()
+        self.agent.end_turn()
         # the conversation continues from whatever the model managed to say
         self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from app.config import Settings, resolve_provider
+import os
+
+from app.config import ConfigError, Settings, resolve_provider
 from app.core.provider import Provider
 
 
-def build_provider(s: Settings) -> Provider:
+def build_provider(s: Settings, cwd: str | os.PathLike[str] | None = None) -> Provider:
+    """`cwd` is the workspace: an agent works there."""
+    if s.agent:
+        from app.providers.acp import AcpAgent
+
+        try:
+            return AcpAgent(s.agent, cwd or os.getcwd(), stall_timeout=s.stall_timeout)
+        except ValueError as exc:  # an empty or badly quoted command line
+            raise ConfigError(f"--agent: {exc}") from None
     name, base_url, model, key = resolve_provider(s)
     if name == "local":
         from app.providers.local import LocalModel

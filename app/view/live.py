@@ -107,6 +107,10 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
             for fd in pending.files.values()
         ],
         "edit_errors": [{"path": e.path, "message": e.message} for e in pending.errors],
+        # an agent's (--agent) last plan and its tool calls
+        "plan": [{"content": p.content, "status": p.status} for p in turn.plan],
+        "tool_calls": [{"id": t.id, "title": t.title, "kind": t.kind, "status": t.status}
+                       for t in turn.tools.values()],
         "accepted": outcome.accepted if outcome else [],
         "conflicts": outcome.conflicts if outcome else [],
         "written": outcome.written if outcome else [],

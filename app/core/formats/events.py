@@ -30,6 +30,9 @@ class EditBegin:
     sequential: bool = False
     move_to: str | None = None
     first_in_section: bool = True
+    # a structured edit (an agent's) knows where its old lines start in the base: it is
+    # placed there, never sought
+    at: int | None = None
 
 
 @dataclass(slots=True)
