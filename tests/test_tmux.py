@@ -76,7 +76,8 @@ def test_ask_watch_accept_reject_in_a_real_terminal(demo, served, tmp_path):
         assert "def div(a: float, b: float) -> float:" in screen
         assert "The division now fails loudly" in screen  # the explanation
         assert (demo / "calc.py").read_text() == CALC  # nothing written before an accept
-        tmux.keys("y")  # the diff pane has focus once the answer is done
+        tmux.wait_for("◆ reviewing")  # the review has the keys (letters no longer type)
+        tmux.keys("y")
         tmux.wait_for("#1 accepted")
         text = (demo / "calc.py").read_text()
         assert "def add(a: float, b: float) -> float:" in text and "def div(a, b):" in text

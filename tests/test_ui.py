@@ -10,61 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
+from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
 from app.core.diff import HunkState
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.server.chat_server import Faults
 from app.ui.app import SteerApp
 from app.ui.diff_view import DiffView
 from app.ui.prompt import PromptInput
 from app.ui.screens import HelpScreen, HunkEditor
-
-SIZE = (160, 48)
-# stall inside the second block, right after its line "    if b == 0:"
-STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))
-
-
-async def until(pilot, cond, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.02)
-
-
-class Rig:
-    def __init__(self, root: Path, answers, rate: float = 0, faults: Faults | None = None,
-                 watch: bool = False) -> None:
-        self.server = ChatServer(replay=answers, rate=rate, faults=faults)
-        self.root = root
-        self.watch = watch
-
-    async def __aenter__(self):
-        await self.server.start()
-        self.app = SteerApp(self.root, OpenAIChat(self.server.base_url, "replay"), context=["calc.py"],
-                            watch_files=self.watch, blink=False)
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.server.close()
-
-    @property
-    def pending(self):
-        return self.app.session.pending
-
-    def hunks(self):
-        return self.pending.files["calc.py"].hunks if self.pending and "calc.py" in self.pending.files else []
-
-
-async def ask(pilot, text: str) -> None:
-    prompt = pilot.app.query_one(PromptInput)
-    prompt.value = text
-    await pilot.press("enter")
-
-
-def disk(root: Path) -> str:
-    return (root / "calc.py").read_text()
 
 
 async def test_interrupt_keeps_complete_hunks_and_marks_the_unfinished_one(demo):
@@ -124,7 +79,7 @@ async def test_line_mode_accepts_exactly_the_picked_lines(demo):
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
             await ask(pilot, "add type hints")
-            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is app.query_one(DiffView))
+            await reviewing(pilot)
             diff = app.query_one(DiffView)
             assert diff.hunk.id == rig.hunks()[0].id  # review starts at the top
             await pilot.press("j")
@@ -144,7 +99,7 @@ async def test_reject_accept_file_and_undo(demo):
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
             await ask(pilot, "add type hints")
-            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is app.query_one(DiffView))
+            await reviewing(pilot)
             h1, h2, h3 = rig.hunks()
             await pilot.press("n")
             assert h1.state == HunkState.REJECTED and app.query_one(DiffView).hunk is h2
@@ -165,7 +120,7 @@ async def test_edit_a_hunk_inline_before_accepting(demo, monkeypatch):
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
             await ask(pilot, "add type hints")
-            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is app.query_one(DiffView))
+            await reviewing(pilot)
             h1 = rig.hunks()[0]
             await pilot.press("e")
             await until(pilot, lambda: isinstance(app.screen, HunkEditor))
@@ -234,7 +189,7 @@ async def test_esc_never_moves_keys_between_typing_and_reviewing(demo):
             assert any(isinstance(m, DiffView.StartMessage) and m.text == "x" for m in seen)
             prompt.value = ""
             await ask(pilot, "add type hints")
-            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is diff)
+            await reviewing(pilot)
             await pilot.press("v")  # line mode; Esc leaves it and stays in the review
             assert diff.line_mode and "LINES" in app.query_one("#diff-title").text
             await pilot.press("escape")
@@ -278,7 +233,7 @@ async def test_help_screen_lists_rebound_keys(demo, tmp_path):
             assert app.screen.keys["accept_hunk"] == "a"
             await pilot.press("escape")
             await ask(pilot, "add type hints")
-            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is app.query_one(DiffView))
+            await reviewing(pilot)
             await pilot.press("a")  # the rebound accept key
             await until(pilot, lambda: rig.hunks()[0].state == HunkState.ACCEPTED)
 
@@ -323,8 +278,8 @@ async def test_a_change_on_disk_makes_hunks_stale(demo):
             (demo / "calc.py").write_text(CALC.replace("    return a / b", "    return a / b  # mine"))
             await until(pilot, lambda: h2.state == HunkState.STALE)
             assert h1.state == HunkState.PENDING and h3.state == HunkState.PENDING
+            await reviewing(pilot)
             app.query_one(DiffView).select(h2.id)
-            app.query_one(DiffView).focus()
             await pilot.press("y")
             await until(pilot, lambda: h2.state == HunkState.CONFLICT)
             assert "# mine" in disk(demo) and "ZeroDivisionError" not in disk(demo)

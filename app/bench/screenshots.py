@@ -66,8 +66,9 @@ async def _done(pilot: Pilot) -> None:
     from app.ui.diff_view import DiffView
 
     app = pilot.app
+    diff = app.query_one(DiffView)
     await until(pilot, lambda: app.session.turn is not None and app.session.turn.state == "done"
-                and app.focused is app.query_one(DiffView))
+                and app.focused is diff and time.monotonic() >= diff.guard_until)
 
 
 async def streaming(pilot: Pilot) -> None:

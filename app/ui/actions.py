@@ -109,7 +109,8 @@ ACTIONS: tuple[Action, ...] = (
            "App", "Focus prompt", show=False),
     Action("focus_files", "ctrl+f", "screen", "screen.focus_files", "Files", "go to the file tree",
            "App", "Focus files", show=False),
-    Action("focus_diff", "ctrl+d", "screen", "screen.focus_diff", "Review", "go to the review (diff)",
+    Action("focus_diff", "ctrl+r", "screen", "screen.focus_diff", "Review", "go to the review (diff), "
+           "keeping the draft",
            "App", "Focus diff", show=False),
     Action("focus_queue", "ctrl+l", "screen", "screen.focus_queue", "Queue", "go to the queued "
            "follow-ups", "App", "Focus queue", when="queue", show=False),

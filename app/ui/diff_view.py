@@ -8,6 +8,7 @@ shown plain until they complete.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -171,6 +172,8 @@ class DiffView(ScrollView, can_focus=True):
         self._highlighter: Highlighter | None = None
         self._unlit: list[str] = []  # lines drawn plain this frame: their colours are coming
         self._lighting = 0  # highlight workers running
+        self.following = False  # the view follows a streaming hunk
+        self.guard_until = 0.0  # monotonic time until which letters are text, not review keys
 
     # -- model -----------------------------------------------------------------------------
     def show(self, fd: FileDiff | None, message: str = "") -> None:
@@ -214,7 +217,7 @@ class DiffView(ScrollView, can_focus=True):
         self.cursor_id = h.id if h is not None else None
         # While a hunk streams in view the rows grow every frame; growing the scroll range in
         # steps keeps the scrollbar from repainting with each of them.
-        n = len(rows) if not self.has_class("-following") else -(-len(rows) // GROW) * GROW
+        n = -(-len(rows) // GROW) * GROW if self.following else len(rows)
         set_virtual_size(self, Size(self.size.width, n))
         # repaint from the first row that changed: unchanged hunks above keep their strips
         if first < max(old_len, len(rows)):
@@ -275,8 +278,8 @@ class DiffView(ScrollView, can_focus=True):
         (each scroll repaints the whole pane). The scrollbar stays: hiding it while streaming
         would cost a layout pass of the screen at each answer's start and end."""
         following = h is not None
-        if following != self.has_class("-following"):
-            self.set_class(following, "-following")  # no style rule: no layout pass
+        if following != self.following:
+            self.following = following  # not a CSS class: a class change restyles the pane
             if not following:
                 self.refresh_rows()  # the exact scroll range again
         if h is None or h.id not in self._hunk_rows:
@@ -286,6 +289,11 @@ class DiffView(ScrollView, can_focus=True):
         top, height = int(self.scroll_offset.y), self.size.height
         if not top <= last < top + height:
             self.scroll_to(y=max(0, last - int(height * 0.6)), animate=False, immediate=True, force=True)
+
+    def below_view(self, h: Hunk) -> bool:
+        """`h` is in this file, past the bottom of the view."""
+        row = self._hunk_rows.get(h.id)
+        return row is not None and row >= int(self.scroll_offset.y) + self.size.height
 
     def scroll_to_hunk(self) -> None:
         h = self.hunk
@@ -346,8 +354,12 @@ class DiffView(ScrollView, can_focus=True):
 
     def on_key(self, event: events.Key) -> None:
         """Typing in the review starts a message, unless the key is one of the review's
-        own (bound here or on the screen, enabled or not: a review key never becomes text)."""
-        if event.is_printable and event.character and event.key not in self.screen.active_bindings:
+        own (bound here or on the screen, enabled or not: a review key never becomes text).
+        Just after the screen moved the focus here on its own, every letter is still text:
+        the user may be mid-sentence and has not seen the review open."""
+        if not (event.is_printable and event.character):
+            return
+        if time.monotonic() < self.guard_until or event.key not in self.screen.active_bindings:
             event.stop()
             event.prevent_default()
             self.post_message(self.StartMessage(event.character))

@@ -47,11 +47,14 @@ from app.view.frames import Frame, FrameSync, Piece
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
 BADGES_EVERY = 0.25  # while streaming, the tree's badges change at most this often
-GC_AFTER = 0.5  # seconds after an answer ends: its last frames are on screen by then
+GC_AFTER = 0.5
+TYPING_PAUSE = 1.5  # seconds since the last key in the prompt: still typing
+GUARD = 0.8  # after the focus moved to the review on its own, letters stay text this long  # seconds after an answer ends: its last frames are on screen by then
 
-WHERE = {  # the footer's first word: where the next key goes
+WHERE = {  # the key bar's first word: where the next key goes
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
 }
+GUARDED = "◆ review opened · letters still type for a moment"
 
 
 class MainScreen(FrameTickScreen):
@@ -80,6 +83,7 @@ class MainScreen(FrameTickScreen):
         self._badges: dict[str, int] = {}  # open-hunk counts not yet shown in the tree
         self._created: set[str] = set()
         self._badges_at = 0.0
+        self._elsewhere = ""  # where the answer writes, when the review is not following it
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -137,6 +141,8 @@ class MainScreen(FrameTickScreen):
     # -- where keys go ---------------------------------------------------------------------
     def on_descendant_focus(self, event) -> None:
         widget = event.widget
+        if isinstance(widget, DiffView) and self.session.streaming:
+            self.follow = False  # the user reviews: the view stays where they are
         for area, cls in (("prompt", PromptInput), ("diff", DiffView), ("tree", FileTree),
                           ("queue", QueueView)):
             if isinstance(widget, cls):
@@ -144,7 +150,12 @@ class MainScreen(FrameTickScreen):
 
     def watch_focus_area(self, area: str) -> None:
         if self._ready:
-            self.query_one(KeyBar).set_where(WHERE[area])
+            self._guard_over()
+
+    def _guard_over(self) -> None:
+        """The key bar says where keys go (and that letters still type, while they do)."""
+        guarded = self.focus_area == "diff" and time.monotonic() < self.query_one(DiffView).guard_until
+        self.query_one(KeyBar).set_where(GUARDED if guarded else WHERE[self.focus_area])
 
     def refresh_bindings(self) -> None:
         """Tell the key bar only when what is available changed (every call makes Textual
@@ -191,6 +202,9 @@ class MainScreen(FrameTickScreen):
             self._render_queue()
         for ended in f.ended:
             self._turn_ended(ended.superseded, ended.failure)
+        if f.ended and self._elsewhere and not self.session.streaming:
+            self._elsewhere = ""
+            self._render_diff_title()
         if f.ended and not self.session.streaming:
             self.set_timer(GC_AFTER, self._settle_gc)
         if f.title is not None:
@@ -214,13 +228,24 @@ class MainScreen(FrameTickScreen):
         if superseded:  # a redirect or a queued follow-up took over: keep the user where they are
             return
         turn = self.session.turn
+        h = self._first_open_hunk()
+        if turn is None or h is None or self.focus_area != "prompt":
+            return
         prompt = self.query_one(PromptInput)
-        if turn is not None and (turn.state == "done" or (turn.state == "interrupted" and not prompt.value)):
-            diff = self.query_one(DiffView)
-            diff.focus()
-            h = self._first_open_hunk()
-            if h is not None and (self.follow or diff.hunk is None or diff.hunk.state not in OPEN):
-                self._select(h.path, h.id)  # review starts at the top
+        if prompt.value or time.monotonic() - prompt.typed_at < TYPING_PAUSE:
+            # the user is writing: the review waits for them (Tab), keys stay in the prompt
+            n = sum(1 for x in self.session.pending.hunks if x.state in OPEN)
+            self.notify(f"The answer is in: {n} hunk{'s' if n != 1 else ''} to review (Tab).",
+                        timeout=4)
+            return
+        if turn.state not in ("done", "interrupted"):
+            return
+        diff = self.query_one(DiffView)
+        diff.guard_until = time.monotonic() + GUARD
+        diff.focus()
+        self.set_timer(GUARD + 0.01, self._guard_over)
+        if self.follow or diff.hunk is None or diff.hunk.state not in OPEN:
+            self._select(h.path, h.id)  # review starts at the top
 
     def _sync_diff(self, pending: PendingDiff, f: Frame) -> None:
         tree = self.query_one(FileTree)
@@ -243,16 +268,23 @@ class MainScreen(FrameTickScreen):
             self.files = sorted(set(self.files) | set(missing))
             tree.load(self.files)
         diff = self.query_one(DiffView)
-        if self.follow and self.session.streaming:
-            live = pending.live_hunk
-            if live is not None:
-                if live.path != self.selected:
-                    self._select(live.path, None, manual=False)
-                diff.refresh_rows()
-                diff.follow(live)
-                return
-        else:
-            diff.follow(None)
+        live = pending.live_hunk if self.session.streaming else None
+        if self.follow and live is not None:
+            if live.path != self.selected:
+                self._select(live.path, None, manual=False)
+            diff.refresh_rows()
+            diff.follow(live)
+            return
+        diff.follow(None)
+        # the user reviews: the view stays, the title says where the answer is writing
+        where = ""
+        if live is not None and live.path != self.selected:
+            where = f"new hunks streaming in {live.path}"
+        elif live is not None and diff.below_view(live):
+            where = "new hunks streaming below ↓"
+        if where != self._elsewhere:
+            self._elsewhere = where
+            self._render_diff_title()
         if self.selected is None and pending.files:
             self._select(next(iter(pending.files)), None, manual=False)
         elif self.selected in f.dirty or (self.selected in pending.files and diff.fd is None):
@@ -282,6 +314,8 @@ class MainScreen(FrameTickScreen):
             title += " · LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves"
         elif diff.side_by_side:
             title += " · side by side"
+        if self._elsewhere:
+            title += f" · {self._elsewhere}"
         self.query_one("#diff-title", Line).set(title)
 
     def _first_open_hunk(self):
@@ -314,6 +348,8 @@ class MainScreen(FrameTickScreen):
     async def _load_files(self) -> None:
         files, status = await asyncio.gather(asyncio.to_thread(repo.list_files, self.ws.root),
                                              asyncio.to_thread(repo.status, self.ws.root))
+        if not self._ready:  # the app closed meanwhile
+            return
         self.files = files
         self.query_one(PromptInput).files = files
         tree = self.query_one(FileTree)
@@ -642,7 +678,9 @@ class MainScreen(FrameTickScreen):
         self.query_one(FileTree).focus()
 
     def action_focus_diff(self) -> None:
-        self.query_one(DiffView).focus()
+        diff = self.query_one(DiffView)
+        diff.guard_until = 0.0  # the user chose to review: their keys act at once
+        diff.focus()
 
     def action_focus_queue(self) -> None:
         if self.session.queue:

@@ -4,6 +4,7 @@ completes an `@path`, with fuzzy matching over the repository's files."""
 from __future__ import annotations
 
 import re
+import time
 
 from textual.message import Message
 from textual.suggester import Suggester
@@ -72,12 +73,25 @@ class PromptInput(Input):
         """Tab in an empty prompt: the user wants to review (while it streams, too)."""
 
     def __init__(self, *, id: str | None = None, blink: bool = True) -> None:
+        # never select the draft on focus: the next key would replace it
         super().__init__(placeholder="Ask for a change…  (@path adds a file, Enter sends, "
-                         "Tab queues, Esc stops)", id=id)
+                         "Tab queues or reviews, Esc stops)", id=id, select_on_focus=False)
         self.cursor_blink = blink
         self.files: list[str] = []
         self.suggester = _PrefixSuggester(self)
         self.completion: str | None = None  # best @path match for the token being typed
+        self.typed_at = float("-inf")  # when the user last pressed a key here
+
+    def on_key(self, event) -> None:
+        if event.is_printable or event.key in ("backspace", "delete"):
+            self.typed_at = time.monotonic()  # writing, not Enter/Esc/Tab
+
+    async def action_submit(self) -> None:
+        self.typed_at = float("-inf")  # sent: what comes next is not the same sentence
+        await super().action_submit()
+
+    def on_focus(self) -> None:
+        self.cursor_position = len(self.value)  # back to a draft: carry on where it ends
 
     def on_input_changed(self, event: Input.Changed) -> None:
         m = AT_TOKEN.search(self.value[: self.cursor_position])

@@ -28,8 +28,8 @@ class QueueView(ListView):
         self.clear()
         for msg in messages:
             self.append(ListItem(Static(f"⏳ {msg}")))
-        if messages and index is not None:
-            self.index = min(index, len(messages) - 1)
+        if messages:
+            self.index = min(index or 0, len(messages) - 1)
 
     def action_edit_item(self) -> None:
         if self.index is not None:
