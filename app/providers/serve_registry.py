@@ -29,11 +29,11 @@ def state_file() -> Path:
 
 
 @contextlib.contextmanager
-def locked() -> Iterator[None]:
+def locked(name: str = "serve.lock") -> Iterator[None]:
     """Exclusive, across processes, for as long as the block runs."""
     d = state_dir()
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(d / "serve.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(d / name, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -354,32 +354,60 @@ class ServerThread:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="steer serve",
-                                description="OpenAI-compatible Chat Completions server on loopback.")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p = argparse.ArgumentParser(
+        prog="steer serve",
+        description="The local model server: the Responses API over a WebSocket (and SSE) and "
+                    "OpenAI-compatible Chat Completions, on loopback. Every request needs the "
+                    "token from $XDG_STATE_HOME/steer/serve.json as Bearer.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1; anything else is reachable by others)")
+    p.add_argument("--port", type=int, default=8765, help="port (0: any free one)")
     p.add_argument("--model-path", help="GGUF to serve (default: the embedded SmolLM2-135M)")
     p.add_argument("--replay", metavar="FILE", help="serve this recorded answer instead of a model")
     p.add_argument("--rate", type=float, default=0.0, help="replay speed in tokens/s (0: unthrottled)")
     p.add_argument("--drop-after", type=int, help="fault: drop the connection after N tokens")
     p.add_argument("--stall-after", type=int, help="fault: stop sending after N tokens")
     p.add_argument("--status", type=int, help="fault: answer every request with this HTTP status")
+    p.add_argument("--idle-exit", type=float, default=0.0, metavar="SECONDS",
+                   help="exit after this long without a client (0: never)")
     args = p.parse_args(argv)
+    from app.providers import serve_registry as registry
+
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print("steer serve: listening beyond loopback is not supported", file=sys.stderr)
-        return 2
+        print(f"steer serve: binding {args.host}: other machines can connect (the token still "
+              "applies)", file=sys.stderr)
     replay = open(args.replay, encoding="utf-8").read() if args.replay else None
     server = ChatServer(replay=replay, rate=args.rate, model_path=args.model_path, host=args.host,
-                        port=args.port, faults=Faults(drop_after=args.drop_after,
-                                                      stall_after=args.stall_after, status=args.status))
+                        port=args.port, token=registry.token(),
+                        faults=Faults(drop_after=args.drop_after, stall_after=args.stall_after,
+                                      status=args.status))
 
     async def run() -> None:
+        import os
+        import signal
+
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         await server.start()
+        model_path = server._local.model_path if server._local is not None else None
+        if model_path:  # `local` finds the server for its model here
+            registry.register(model_path, server.http.host, server.http.port, os.getpid())
         print(f"steer serve: listening on {server.base_url}", flush=True)
-        await asyncio.Event().wait()
+        try:
+            while True:
+                await asyncio.sleep(min(5.0, args.idle_exit or 5.0))
+                idle = time.monotonic() - server.last_activity
+                if args.idle_exit and not server.http._connections and idle > args.idle_exit:
+                    print(f"steer serve: no client for {idle:.0f} s; exiting", file=sys.stderr)
+                    return
+        finally:
+            if model_path:
+                registry.unregister(model_path, os.getpid())
+            await server.close()
 
     try:
         asyncio.run(run())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     return 0
