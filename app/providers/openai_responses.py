@@ -372,12 +372,17 @@ class OpenAIResponses(Provider):
         frames = sock.frames
         while True:
             try:
-                obj = await asyncio.wait_for(frames.get(), self.stall_timeout)
-            except TimeoutError:
-                ans.error = Error("stall", f"no data from {ws_url(self.base_url)} for "
-                                  f"{self.stall_timeout:g} s; the answer was cut off", retryable=True)
-                self._discard(sock)
-                return
+                obj = frames.get_nowait()
+            except asyncio.QueueEmpty:
+                try:  # (not wait_for: on 3.11 it can swallow a cancel that races a frame)
+                    async with asyncio.timeout(self.stall_timeout):
+                        obj = await frames.get()
+                except TimeoutError:
+                    ans.error = Error("stall", f"no data from {ws_url(self.base_url)} for "
+                                      f"{self.stall_timeout:g} s; the answer was cut off",
+                                      retryable=True)
+                    self._discard(sock)
+                    return
             if type(obj) is dict:
                 kind = obj["type"]
                 if kind == "response.output_text.delta" or kind == "response.refusal.delta":
@@ -542,7 +547,8 @@ class OpenAIResponses(Provider):
             await sock.ws.send(json.dumps({"type": "response.steer",
                                            "previous_response_id": sock.active_id,
                                            "input": items}))
-            ack = await asyncio.wait_for(wait, self.steer_timeout)
+            async with asyncio.timeout(self.steer_timeout):
+                ack = await wait
         except (TimeoutError, ConnectionClosed) as exc:
             raise SteerRefused(f"the steer got no answer ({_reason(exc)})") from None
         finally:

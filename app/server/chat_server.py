@@ -71,6 +71,7 @@ class ServerStats:
     first_token: list[float] = field(default_factory=list)
     stopped: list[float] = field(default_factory=list)
     upgrades: int = 0  # WebSocket connections accepted
+    frames: list[tuple[str, str]] = field(default_factory=list)  # with record_frames: WebSocket frames
 
 
 @dataclass
@@ -93,7 +94,7 @@ class ChatServer:
                  model_path: str | None = None, faults: Faults | None = None, host: str = "127.0.0.1",
                  port: int = 0, model_name: str | None = None, token: str | None = None,
                  websocket: bool = True, steering: bool = True, ssl: object | None = None,
-                 first_token_delay: float = 0.0) -> None:
+                 first_token_delay: float = 0.0, record_frames: bool = False) -> None:
         # a list of answers is served one per request, the last one repeating
         answers = [replay] if isinstance(replay, str) else replay
         self.replays = [split_tokens(a) for a in answers] if answers else None
@@ -105,6 +106,7 @@ class ChatServer:
         self.stats = ServerStats()
         self.token = token  # required as Bearer when set
         self.first_token_delay = first_token_delay  # replay: the "model's" own time to first token
+        self.record_frames = record_frames
         from app.server.responses import ResponsesService
 
         self.responses = ResponsesService(self, websocket=websocket, steering=steering)

@@ -84,13 +84,13 @@ class ResponsesService:
         s.last_activity = time.monotonic()
         if req.path.split("?")[0].rstrip("/") != "/v1/responses":
             return HttpResponse.json({"error": {"message": f"no WebSocket at {req.path}"}}, 404)
+        s.stats.headers.append(dict(req.headers))
         if not s.authorized(req):
             return s.unauthorized()
         if not self.websocket:
             return HttpResponse.json({"error": {
                 "message": "WebSocket mode is not available here; POST /v1/responses streams SSE",
                 "type": "invalid_request_error"}}, 426, Upgrade="websocket")
-        s.stats.headers.append(dict(req.headers))
         self._upgrade_attempts += 1
         f = s.faults
         if f.status and (f.fail_first == 0 or self._upgrade_attempts <= f.fail_first):
@@ -102,6 +102,7 @@ class ResponsesService:
         except Exception:  # noqa: BLE001 - a broken handshake: nothing to answer
             return None
         s.stats.upgrades += 1
+        conn.record = s.stats.frames if s.record_frames else None
         await self._serve(conn)
         return None
 

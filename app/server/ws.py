@@ -34,6 +34,7 @@ class WsConnection:
         self._messages: deque[str] = deque()
         self._parts: list[bytes] = []
         self.closed = False
+        self.record: list[tuple[str, str]] | None = None  # tests: ("in"|"out", text) of each frame
 
     @classmethod
     async def accept(cls, head: bytes, reader: StreamReader, writer: StreamWriter) -> WsConnection:
@@ -60,6 +61,8 @@ class WsConnection:
             raise WsClosed("connection closed")
         for text in texts:
             self.proto.send_text(text.encode())
+            if self.record is not None:
+                self.record.append(("out", text))
         try:
             await self._flush()
         except (ConnectionError, RuntimeError) as exc:
@@ -92,6 +95,8 @@ class WsConnection:
                 if frame.opcode is not Opcode.CLOSE and frame.fin:
                     self._messages.append(b"".join(self._parts).decode("utf-8", "replace"))
                     self._parts = []
+                    if self.record is not None:
+                        self.record.append(("in", self._messages[-1]))
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await self._flush()  # pongs, the close handshake
             if self.proto.state is State.CLOSED:
