@@ -542,7 +542,8 @@ def test_steer_serve_makes_a_private_token_and_refuses_requests_without_it(tmp_p
 
     from app.providers import serve_registry
 
-    proc = subprocess.Popen([*STEER, "serve", "--port", "0", "--replay", "/dev/stdin"],
+    proc = subprocess.Popen([*STEER, "serve", "--port", "0", "--replay", "/dev/stdin",
+                             "--require-token"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     try:

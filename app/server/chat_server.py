@@ -15,8 +15,9 @@ Two back-ends:
   socket takes it), with optional faults: drop the connection, stall, an error status, a
   malformed event, a close code after N tokens. Benchmarks and fault-injection tests use it.
 
-With a token (always, from the command line: see app/providers/serve_registry.py) every
-request must carry it as `Authorization: Bearer`, or gets 401.
+With a token (from the command line always when serving a model; see
+app/providers/serve_registry.py) every request must carry it as `Authorization: Bearer`, or
+gets 401.
 """
 
 from __future__ import annotations
@@ -372,6 +373,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--status", type=int, help="fault: answer every request with this HTTP status")
     p.add_argument("--idle-exit", type=float, default=0.0, metavar="SECONDS",
                    help="exit after this long without a client (0: never)")
+    p.add_argument("--require-token", action="store_true",
+                   help="require the token with --replay too (a model always requires it)")
     args = p.parse_args(argv)
     from app.providers import serve_registry as registry
 
@@ -380,7 +383,9 @@ def main(argv: list[str]) -> int:
               "applies)", file=sys.stderr)
     replay = open(args.replay, encoding="utf-8").read() if args.replay else None
     server = ChatServer(replay=replay, rate=args.rate, model_path=args.model_path, host=args.host,
-                        port=args.port, token=registry.token(),
+                        port=args.port,
+                        # the token guards the model; a replay serves a file given here (tests)
+                        token=registry.token() if args.require_token or not replay else None,
                         faults=Faults(drop_after=args.drop_after, stall_after=args.stall_after,
                                       status=args.status))
 
