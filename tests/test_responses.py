@@ -610,3 +610,41 @@ async def test_native_steer_with_the_embedded_model(tmp_path):
     assert old.finish_reason in ("steered", "stop")
     assert turn.steered_at == len(old.text)
     assert turn.error is None and turn.text.startswith("calc.py\n```python\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# the TUI over the WebSocket
+
+
+async def test_the_app_opens_the_socket_at_start_and_enter_while_streaming_steers(demo):
+    from app.ui.app import SteerApp
+    from app.ui.demo import CALC_ANSWER, SUB_ANSWER
+    from app.ui.prompt import PromptInput
+
+    async def until(pilot, cond, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < deadline, "timed out waiting for the app"
+            await pilot.pause(0.02)
+
+    async with serve(replay=[CALC_ANSWER + LONG, SUB_ANSWER], rate=400) as server:
+        app = SteerApp(demo, provider(server), context=["calc.py"], watch_files=False, blink=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: server.stats.upgrades >= 1)  # warm before any request
+            assert server.stats.requests == []
+            prompt = app.query_one(PromptInput)
+            prompt.value = "add type hints"
+            await pilot.press("enter")
+            await until(pilot, lambda: app.session.turn.size > len(CALC_ANSWER) + 20)
+            prompt.focus()
+            prompt.value = "do sub instead"
+            await pilot.press("enter")  # Enter while streaming: a redirect
+            await until(pilot, lambda: len(app.session.turns) == 2
+                        and app.session.turn.state == "done")
+            first, second = app.session.turns
+            stream_text = app.query_one("#stream").text
+            await app.session.provider.aclose()
+    assert first.finish_reason == "steered" and second.kind == "redirect"
+    assert second.steered_at == len(first.text) and second.text == SUB_ANSWER
+    assert len(creates(server)) == 1  # steered on the open socket, no second request
+    assert "do sub instead" in stream_text
