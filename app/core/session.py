@@ -20,7 +20,7 @@ from app.core import prompts
 from app.core.diff import OPEN, HunkState, PendingDiff
 from app.core.events import Connected, Done, Error, ReasoningDelta, TextDelta, Usage
 from app.core.formats import choose_format, make_parser
-from app.core.provider import Provider, Request, SteerRefused
+from app.core.provider import Provider, Request
 from app.core.review import Review
 from app.core.snapshot import Snapshot
 from app.core.textfile import NotText
@@ -205,7 +205,8 @@ class Session:
         assert old is not None and cut is not None
         try:
             events = await self.provider.steer(req)
-        except SteerRefused:  # cancel and resend (a spare connection takes it at once)
+        except Exception:  # SteerRefused, or the steer failed: cancel and resend (a spare
+            # connection takes the new request at once)
             self._steering = None
             cut.cancel()
             if old.live:
