@@ -653,3 +653,48 @@ async def test_the_app_opens_the_socket_at_start_and_enter_while_streaming_steer
     assert second.steered_at == len(first.text) and second.text == SUB_ANSWER
     assert len(creates(server)) == 1  # steered on the open socket, no second request
     assert "do sub instead" in stream_text
+
+
+@pytest.mark.model
+async def test_clients_of_the_model_are_served_in_arrival_order():
+    """One generation at a time (one llama.cpp context), first come first served: a client
+    that asks again right after its answer does not jump ahead of one already waiting."""
+    ask = [{"role": "user", "content": "List ten fruits."}]
+    async with serve(replay=None, token=KEY) as server:
+        a, b = provider(server, stall_timeout=300), provider(server, stall_timeout=300)
+        await asyncio.gather(a.warm(), b.warm())
+        first_token: dict[str, float] = {}
+
+        async def run(p: OpenAIResponses, name: str) -> list[Event]:
+            events = []
+            async for ev in p.stream(Request(ask, max_tokens=12)):
+                if type(ev) is TextDelta and name not in first_token:
+                    first_token[name] = time.perf_counter()
+                events.append(ev)
+            return events
+
+        async def client_a() -> list[list[Event]]:
+            one = await run(a, "a1")
+            return [one, await run(a, "a2")]  # asks again at once
+
+        async def client_b() -> list[Event]:
+            await eventually(lambda: "a1" in first_token, timeout=240)  # a1 is generating
+            return await run(b, "b")
+
+        (a1, a2), b1 = await asyncio.gather(client_a(), client_b())
+        await a.aclose()
+        await b.aclose()
+    for events in (a1, a2, b1):
+        assert type(events[-1]) is Done and events[-1].finish_reason in ("stop", "length"), events[-2:]
+    assert first_token["a1"] < first_token["b"] < first_token["a2"]
+
+
+def test_local_with_a_broken_model_says_why_and_exits_3(tmp_path):
+    root = init_repo(tmp_path / "r", {"f.txt": SRC})
+    bad = tmp_path / "bad.gguf"
+    bad.write_text("not a model")
+    out = steer(root, "run", "edit it", "-f", "f.txt", "--model-path", str(bad), "-q")
+    assert out.returncode == 3, out.stderr
+    assert "cannot start" in out.stderr and "bad.gguf" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert (root / "f.txt").read_text() == SRC

@@ -33,6 +33,8 @@ START_TIMEOUT = 180.0
 class ServerStartError(ConnectionError):
     """No server for the model could be found or started (reported as a network error)."""
 
+    final = True  # trying again would only start another server that fails the same way
+
 
 def default_model_path() -> str:
     from app.providers.local import default_model_path as path
@@ -63,6 +65,7 @@ def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # where the app package lives
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        start = log.stat().st_size if log.exists() else 0
         with open(log, "ab") as err:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "app", "serve", "--port", "0", "--model-path", model_path,
@@ -72,7 +75,9 @@ def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                tail = log.read_text(errors="replace")[-600:].strip()
+                with open(log, "rb") as f:
+                    f.seek(start)
+                    tail = f.read().decode(errors="replace").strip()[-600:]
                 raise ServerStartError(f"steer serve exited with code {proc.returncode}"
                                        + (f": {tail}" if tail else ""))
             entry = registry.lookup(model_path)
@@ -92,6 +97,9 @@ class ServedLocal(OpenAIResponses):
         self.model_path = str(Path(model_path).resolve()) if model_path else default_model_path()
         super().__init__("http://127.0.0.1/v1", Path(self.model_path).stem, None, **kw)  # type: ignore[arg-type]
         self._found: tuple[str, str] | None = None
+
+    def _where(self) -> str:
+        return f"steer serve ({self.model_path})" if self._found is None else super()._where()
 
     async def _endpoint(self) -> tuple[str, str | None]:
         if self._found is None or not self._idle:  # (re)check: the server may have exited

@@ -267,6 +267,9 @@ class OpenAIResponses(Provider):
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
 
+    def _where(self) -> str:
+        return ws_url(self.base_url)
+
     def _fields(self, req: Request) -> tuple[dict, list[dict]]:
         """(the non-input fields, the input items) of a request."""
         instructions, items = to_input(req.messages)
@@ -326,12 +329,12 @@ class OpenAIResponses(Provider):
                     yield ev
                 return
             except (OSError, TimeoutError) as exc:
-                if attempt < self.retries:
+                if attempt < self.retries and not getattr(exc, "final", False):
                     await asyncio.sleep(_backoff(attempt))
                     attempt += 1
                     continue
-                yield Error("network", f"cannot connect to {ws_url(self.base_url)}: {_reason(exc)}",
-                            retryable=True)
+                yield Error("network", self._redact(f"cannot connect to {self._where()}: "
+                                                    f"{_reason(exc)}"), retryable=True)
                 yield Done("error")
                 return
             self._keep_spare()

@@ -396,7 +396,10 @@ def main(argv: list[str]) -> int:
         task = asyncio.current_task()
         assert task is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        await server.start()
+        try:
+            await server.start()
+        except (OSError, ValueError, RuntimeError) as exc:  # a broken model, a taken port
+            raise SystemExit(f"steer serve: cannot start: {exc}") from None
         model_path = server._local.model_path if server._local is not None else None
         if model_path:  # `local` finds the server for its model here
             registry.register(model_path, server.http.host, server.http.port, os.getpid())
