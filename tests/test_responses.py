@@ -560,6 +560,9 @@ def test_steer_serve_makes_a_private_token_and_refuses_requests_without_it(tmp_p
         ok = httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {token}"})
         assert ok.status_code == 200
         assert serve_registry.token() == token  # kept, not remade
+        os.chmod(state, 0o644)
+        assert serve_registry.token() == token
+        assert stat.S_IMODE(state.stat().st_mode) == 0o600  # narrowed again
     finally:
         proc.terminate()
         proc.wait(10)
@@ -698,3 +701,51 @@ def test_local_with_a_broken_model_says_why_and_exits_3(tmp_path):
     assert "cannot start" in out.stderr and "bad.gguf" in out.stderr
     assert "Traceback" not in out.stderr
     assert (root / "f.txt").read_text() == SRC
+
+
+async def test_the_server_refuses_bad_events_and_the_connection_stays_usable():
+    from websockets.asyncio.client import connect
+
+    async def until_terminal(ws) -> list[dict]:
+        got = []
+        while True:
+            got.append(json.loads(await asyncio.wait_for(ws.recv(), 5)))
+            if got[-1]["type"] in ("error", "response.completed", "response.incomplete",
+                                   "response.steer.failed", "response.steer.accepted"):
+                return got
+
+    async with serve(replay=[LONG, "ok"], rate=500) as server:
+        url = ws_url(server.base_url)
+        async with connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+            await ws.send("{not json")
+            assert (await until_terminal(ws))[-1]["error"]["code"] == "invalid_json"
+            await ws.send(json.dumps({"type": "response.cancel"}))
+            assert (await until_terminal(ws))[-1]["error"]["param"] == "type"
+            await ws.send(json.dumps({"type": "response.create", "input": [{"type": "image"}]}))
+            assert (await until_terminal(ws))[-1]["error"]["code"] == "invalid_value"
+            await ws.send(json.dumps({"type": "response.steer", "previous_response_id": "resp_x",
+                                      "input": "hello"}))
+            failed = (await until_terminal(ws))[-1]
+            assert failed["type"] == "response.steer.failed"
+            assert failed["error"]["code"] == "response_not_found"
+            await ws.send(json.dumps({"type": "response.create", "input": "go"}))
+            created = json.loads(await ws.recv())
+            assert created["type"] == "response.created"
+            await ws.send(json.dumps({"type": "response.create", "input": "again"}))  # one at a time
+            frames = await until_terminal(ws)
+            assert frames[-1]["error"]["code"] == "conversation_already_has_active_response"
+            await ws.send(json.dumps({"type": "response.steer", "input": [
+                {"type": "message", "role": "assistant", "content": "x"}],
+                "previous_response_id": created["response"]["id"]}))
+            frames = await until_terminal(ws)
+            assert frames[-1]["error"]["code"] == "invalid_input"  # user messages only
+            await ws.send(json.dumps({"type": "response.steer", "input": "shorter please",
+                                      "previous_response_id": created["response"]["id"]}))
+            frames = await until_terminal(ws)
+            assert frames[-1]["type"] == "response.steer.accepted"
+            frames = await until_terminal(ws)
+            assert frames[-1]["type"] == "response.incomplete"
+            frames = await until_terminal(ws)  # the successor, with the next answer
+            assert frames[0]["type"] == "response.created"
+            assert frames[0]["response"]["previous_response_id"] == created["response"]["id"]
+            assert "".join(f.get("delta", "") for f in frames) == "ok"

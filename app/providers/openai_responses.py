@@ -163,7 +163,7 @@ class OpenAIResponses(Provider):
         if url.startswith("wss://") and self._ssl is not None:
             kw["ssl"] = self._ssl
         ws = await connect(url, additional_headers=headers, open_timeout=self.connect_timeout,
-                           compression=None, max_size=None, logger=_log, proxy=None, **kw)
+                           compression=None, max_size=64 * 2**20, logger=_log, proxy=None, **kw)
         sock = _Socket(ws)
         sock.reader = asyncio.get_running_loop().create_task(self._read(sock))
         return sock

@@ -68,6 +68,8 @@ def token() -> str:
         if not isinstance(data.get("token"), str) or len(data["token"]) < 32:
             data["token"] = secrets.token_urlsafe(32)
             _write(data)
+        elif state_file().stat().st_mode & 0o077:
+            os.chmod(state_file(), 0o600)  # someone widened it: the token is for this user only
         return data["token"]
 
 
