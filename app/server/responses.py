@@ -57,6 +57,7 @@ class Active:
     rid: str
     steers: list[list[dict]] = field(default_factory=list)
     done: bool = False
+    cut: asyncio.Event = field(default_factory=asyncio.Event)  # set by an accepted steer
 
 
 @dataclass
@@ -209,6 +210,7 @@ class ResponsesService:
         if len(active.steers) >= 8:
             return failed("too_many_pending_steers", "too much steering input is pending")
         active.steers.append(items)
+        active.cut.set()
         sid = new_id("steer")
         return [ew.event("response.steer.accepted",
                          steer={"id": sid, "previous_response_id": active.rid})]
@@ -312,6 +314,8 @@ class ResponsesService:
             tokens = s.tokens(n, prompt, prefill=settings["prefill"],
                               max_tokens=settings["max_output_tokens"],
                               temperature=settings["temperature"], gen=gen)
+            if s.replays is None:
+                tokens = _cuttable(tokens, active.cut)
             parts: list[str] = []
             try:
                 async for tok in tokens:
@@ -373,6 +377,31 @@ class ResponsesService:
         self.kept[rid] = kept
         while len(self.kept) > KEEP:
             self.kept.popitem(last=False)
+
+
+async def _cuttable(tokens: AsyncIterator[str], cut: asyncio.Event) -> AsyncIterator[str]:
+    """The model's tokens, ending the moment `cut` is set rather than at the next token: a
+    token of a CPU model takes milliseconds, and a steer should not wait for it."""
+    it = tokens.__aiter__()
+    cutting = asyncio.ensure_future(cut.wait())
+    nxt: asyncio.Future | None = None
+    try:
+        while True:
+            nxt = asyncio.ensure_future(it.__anext__())
+            await asyncio.wait({nxt, cutting}, return_when=asyncio.FIRST_COMPLETED)
+            if not nxt.done():
+                return  # cut: the generation stops (its thread at the token in flight)
+            try:
+                tok = nxt.result()
+            except StopAsyncIteration:
+                return
+            yield tok
+    finally:
+        cutting.cancel()
+        if nxt is not None and not nxt.done():
+            nxt.cancel()
+            await asyncio.gather(nxt, return_exceptions=True)
+        await tokens.aclose()  # type: ignore[attr-defined]
 
 
 def _injected_error(ew: EventWriter, status: int, retry_after: float) -> str:
