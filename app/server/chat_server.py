@@ -45,7 +45,7 @@ def split_tokens(text: str) -> list[str]:
 
 
 @dataclass
-class Faults:  # noqa: D101 - each field says what it breaks
+class Faults:
     drop_after: int | None = None  # close the connection mid-answer, no finish, no [DONE]
     stall_after: int | None = None  # stop sending, keep the connection open
     stall_seconds: float = 3600.0  # ... for this long, then go on
