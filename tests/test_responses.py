@@ -24,7 +24,7 @@ from app.core.events import Connected, Done, Error, Event, TextDelta, Usage
 from app.core.provider import Capabilities, Request
 from app.core.session import Session
 from app.core.workspace import Workspace
-from app.providers import openai_responses
+from app.providers import ws_pool
 from app.providers.openai_responses import OpenAIResponses, ws_url
 from app.server.chat_server import ChatServer, Faults, ServerThread, split_tokens
 
@@ -169,9 +169,9 @@ async def test_a_socket_is_retired_before_the_servers_60_minute_limit(monkeypatc
     async with serve(replay=["one", "two"]) as server:
         p = provider(server)
         await collect(p, close=False)
-        await eventually(lambda: len(p._idle) == 2, what="the spare socket")
+        await eventually(lambda: len(p.pool.idle) == 2, what="the spare socket")
         opened = server.stats.upgrades
-        monkeypatch.setattr(openai_responses, "MAX_SOCKET_AGE", 0.0)  # every socket is too old
+        monkeypatch.setattr(ws_pool, "MAX_SOCKET_AGE", 0.0)  # every socket is too old
         events = await collect(p)
         assert server.stats.upgrades > opened
     assert text_of(events) == "two"
@@ -313,7 +313,7 @@ async def test_a_stale_socket_closed_by_the_server_is_replaced_without_losing_th
     async with serve(replay=["one", "two"]) as server:
         p = provider(server)
         await collect(p, close=False)
-        await eventually(lambda: len(p._idle) == 2, what="the spare socket")
+        await eventually(lambda: len(p.pool.idle) == 2, what="the spare socket")
         await server.http.close()  # the server restarts: every open socket is dropped
         await server.http.start()
         events = await collect(p)
@@ -401,7 +401,7 @@ async def test_a_refused_steer_falls_back_to_resending_on_the_spare_socket(tmp_p
         session = Session(calc_repo(tmp_path), p, fmt="search_replace", context=["calc.py"])
         old = session.start("annotate everything")
         await eventually(lambda: old.deltas >= 5, what="the answer to stream")
-        await eventually(lambda: len(p._idle) == 1, what="the spare socket")
+        await eventually(lambda: len(p.pool.idle) == 1, what="the spare socket")
         upgrades = server.stats.upgrades
         turn = session.redirect("stop")
         await session.wait()

@@ -127,7 +127,7 @@ async def _redirects(server, base_url: str, ctx: ssl.SSLContext, ws: Workspace, 
                           context=["calc.py"], max_tokens=max_tokens)
         old = session.start("annotate everything")
         await _wait(lambda old=old: old.deltas >= 8 or not old.live)
-        await _wait(lambda p=p: bool(p._idle))  # the spare socket is open, as it is in use
+        await _wait(lambda p=p: bool(p.pool.idle))  # the spare socket is open, as it is in use
         if not old.live:
             await p.aclose()
             continue

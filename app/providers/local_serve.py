@@ -102,7 +102,7 @@ class ServedLocal(OpenAIResponses):
         return f"steer serve ({self.model_path})" if self._found is None else super()._where()
 
     async def _endpoint(self) -> tuple[str, str | None]:
-        if self._found is None or not self._idle:  # (re)check: the server may have exited
+        if self._found is None or not self.pool.idle:  # (re)check: the server may have exited
             if not Path(self.model_path).is_file():
                 raise ServerStartError(f"no GGUF model at {self.model_path}")
             self._found = await asyncio.to_thread(ensure_server, self.model_path)

@@ -26,10 +26,8 @@ same objects as over SSE (app/providers/responses_wire.py has the shapes).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -41,56 +39,16 @@ from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextD
 from app.core.provider import Capabilities, Provider, Request, SteerRefused
 from app.providers.openai_chat import _backoff, _http_error, _reason, _retry_after, _sse_data
 from app.providers.responses_wire import message, to_input
+from app.providers.ws_pool import Closed, Socket, SocketPool
 
 _log = logging.getLogger("steer.responses.ws")
 _log.setLevel(logging.WARNING)  # websockets logs the upgrade's headers (the key) at DEBUG
 
-MAX_SOCKET_AGE = 55 * 60.0  # the server ends a connection at 60 minutes
 REFUSED_UPGRADE = {200, 404, 405, 426, 501}  # the endpoint exists but speaks no WebSocket
 CLOSE_CODES = {1000: "normal closure", 1001: "going away", 1002: "protocol error",
                1003: "unsupported data", 1006: "dropped without a close frame",
                1007: "invalid data", 1008: "policy violation", 1009: "message too big",
                1011: "internal server error", 1012: "service restart", 1013: "try again later"}
-
-
-@dataclass
-class _Closed:
-    code: int | None
-    reason: str
-
-
-@dataclass
-class _Malformed:
-    raw: str
-
-
-@dataclass
-class _Socket:
-    ws: ClientConnection
-    opened: float = field(default_factory=time.monotonic)
-    frames: asyncio.Queue = field(default_factory=asyncio.Queue)
-    reader: asyncio.Task | None = None
-    reading: asyncio.Lock = field(default_factory=asyncio.Lock)  # one consumer of frames
-    steer_wait: asyncio.Future | None = None
-    dead: bool = False
-    # what the server keeps of the last completed response on this socket
-    last_id: str | None = None
-    last_fields: dict | None = None
-    last_input: list[dict] | None = None
-    last_output: str = ""
-    # the response now streaming
-    active_id: str | None = None
-    active_fields: dict | None = None
-    active_input: list[dict] | None = None
-    active_text: list[str] = field(default_factory=list)
-
-    def usable(self) -> bool:
-        return (not self.dead and self.ws.close_code is None
-                and time.monotonic() - self.opened < MAX_SOCKET_AGE)
-
-    def forget(self) -> None:
-        self.last_id = self.last_fields = self.last_input = None
-        self.last_output = ""
 
 
 @dataclass
@@ -135,19 +93,17 @@ class OpenAIResponses(Provider):
             self.capabilities = capabilities
         self._ssl = ssl  # an ssl.SSLContext to trust (a self-signed server); None: the system's
         self.use_sse = transport == "sse"
-        self._idle: list[_Socket] = []
-        self._spare: asyncio.Task | None = None
-        self._streaming: _Socket | None = None
-        self._closing: set[asyncio.Task] = set()
+        self.pool = SocketPool(self._dial)
+        self._streaming: Socket | None = None
         self._http: httpx.AsyncClient | None = None
 
     # -- the sockets -----------------------------------------------------------------------
     async def warm(self) -> None:
         """Open the socket now, so the first request pays no handshake."""
-        if self.use_sse or self._idle:
+        if self.use_sse or self.pool.idle:
             return
         try:
-            self._idle.append(await self._open())
+            self.pool.idle.append(await self.pool.open())
         except Exception:  # noqa: BLE001 - the request reports what is wrong, with its message
             pass
 
@@ -155,111 +111,20 @@ class OpenAIResponses(Provider):
         """(base URL, key): subclasses find theirs late (a server started on demand)."""
         return self.base_url, self._key
 
-    async def _open(self) -> _Socket:
+    async def _dial(self) -> ClientConnection:
         base, key = await self._endpoint()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         url = ws_url(base)
         kw: dict = {}
         if url.startswith("wss://") and self._ssl is not None:
             kw["ssl"] = self._ssl
-        ws = await connect(url, additional_headers=headers, open_timeout=self.connect_timeout,
-                           compression=None, max_size=64 * 2**20, logger=_log, proxy=None, **kw)
-        sock = _Socket(ws)
-        sock.reader = asyncio.get_running_loop().create_task(self._read(sock))
-        return sock
-
-    async def _read(self, sock: _Socket) -> None:
-        """The one reader of a socket: steer answers to the waiting steer(), the rest queued."""
-        put = sock.frames.put_nowait
-        try:
-            async for raw in sock.ws:
-                if isinstance(raw, bytes):
-                    put(_Malformed(f"a binary frame of {len(raw)} bytes"))
-                    continue
-                try:
-                    obj = json.loads(raw)
-                    kind = obj["type"]
-                except (ValueError, KeyError, TypeError):
-                    put(_Malformed(raw))
-                    continue
-                wait = sock.steer_wait
-                if kind.startswith("response.steer."):
-                    if wait is not None and not wait.done():
-                        wait.set_result(obj)
-                    continue
-                if kind == "error" and wait is not None and not wait.done() and (
-                        obj.get("status") in (None, 400) and not _connection_error(obj)):
-                    wait.set_result(obj)  # a server that does not know response.steer
-                    continue
-                put(obj)
-        except ConnectionClosed:
-            pass
-        except Exception as exc:  # noqa: BLE001 - surfaced as a protocol error on the stream
-            put(_Malformed(f"{type(exc).__name__}: {exc}"))
-        sock.dead = True
-        put(_Closed(sock.ws.close_code, sock.ws.close_reason or ""))
-        if sock.steer_wait is not None and not sock.steer_wait.done():
-            sock.steer_wait.set_result({"type": "response.steer.failed",
-                                        "error": {"message": "the connection closed"}})
-
-    def _keep_spare(self) -> None:
-        """Have an open socket waiting for the next request."""
-        if self._idle or (self._spare is not None and not self._spare.done()):
-            return
-        self._spare = task = asyncio.get_running_loop().create_task(self._open())
-
-        def opened(t: asyncio.Task) -> None:
-            if t.cancelled() or t.exception() is not None:
-                return
-            if self._spare is t:
-                self._spare = None
-            self._idle.insert(0, t.result())  # behind the sockets that hold a conversation
-
-        task.add_done_callback(opened)
-
-    async def _take(self) -> _Socket:
-        while True:
-            while self._idle:
-                sock = self._idle.pop()  # the last used: it holds the conversation
-                if sock.usable():
-                    return sock
-                self._discard(sock)
-            spare = self._spare
-            if spare is None or spare.done():
-                return await self._open()
-            await asyncio.wait([spare])  # a handshake already under way: no second one
-
-    def _release(self, sock: _Socket) -> None:
-        if sock.usable() and sock not in self._idle:
-            self._idle.append(sock)
-            while len(self._idle) > 2:
-                self._discard(self._idle.pop(0))
-        elif not sock.usable():
-            self._discard(sock)
-
-    def _discard(self, sock: _Socket) -> None:
-        """Close a socket without waiting: the close frame goes out at once, and the server
-        stops generating as soon as it reads it."""
-        sock.dead = True
-        if sock in self._idle:
-            self._idle.remove(sock)
-        task = asyncio.get_running_loop().create_task(sock.ws.close())
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        return await connect(url, additional_headers=headers, open_timeout=self.connect_timeout,
+                             compression=None, max_size=64 * 2**20, logger=_log, proxy=None, **kw)
 
     async def aclose(self) -> None:
-        for sock in list(self._idle):
-            self._discard(sock)
         if self._streaming is not None:
-            self._discard(self._streaming)
-        if self._spare is not None:
-            self._spare.cancel()
-            with contextlib.suppress(BaseException):
-                await self._spare
-            for sock in list(self._idle):
-                self._discard(sock)
-        if self._closing:
-            await asyncio.wait(list(self._closing), timeout=2.0)
+            self.pool.discard(self._streaming)
+        await self.pool.aclose()
         if self._http is not None:
             await self._http.aclose()
 
@@ -285,7 +150,7 @@ class OpenAIResponses(Provider):
         fields.update(req.extra)
         return fields, items
 
-    def _create_frame(self, sock: _Socket, fields: dict, items: list[dict]) -> dict:
+    def _create_frame(self, sock: Socket, fields: dict, items: list[dict]) -> dict:
         frame = {"type": "response.create", **fields}
         if sock.last_id is not None and sock.last_fields == fields and sock.last_input is not None:
             known = [*sock.last_input, message("assistant", sock.last_output)]
@@ -306,7 +171,7 @@ class OpenAIResponses(Provider):
         full = False  # resend everything (the server lost the previous response)
         while True:
             try:
-                sock = await self._take()
+                sock = await self.pool.take()
             except InvalidStatus as exc:
                 status = exc.response.status_code
                 if status in REFUSED_UPGRADE:
@@ -337,7 +202,7 @@ class OpenAIResponses(Provider):
                                                     f"{_reason(exc)}"), retryable=True)
                 yield Done("error")
                 return
-            self._keep_spare()
+            self.pool.keep_spare()
             if full:
                 sock.forget()
             frame = self._create_frame(sock, fields, items)
@@ -357,7 +222,7 @@ class OpenAIResponses(Provider):
                 finished = True
             finally:
                 if not finished:  # cancelled or abandoned: stop the generation upstream
-                    self._discard(sock)
+                    self.pool.discard(sock)
                     self._streaming = None
             retry = self._retry(sock, ans, attempt)
             if retry is not None:
@@ -370,7 +235,7 @@ class OpenAIResponses(Provider):
                 yield ev
             return
 
-    async def _consume(self, sock: _Socket, ans: _Answer) -> AsyncIterator[Event]:
+    async def _consume(self, sock: Socket, ans: _Answer) -> AsyncIterator[Event]:
         """Events of the response now streaming on the socket, up to its terminal event."""
         frames = sock.frames
         while True:
@@ -384,7 +249,7 @@ class OpenAIResponses(Provider):
                     ans.error = Error("stall", f"no data from {ws_url(self.base_url)} for "
                                       f"{self.stall_timeout:g} s; the answer was cut off",
                                       retryable=True)
-                    self._discard(sock)
+                    self.pool.discard(sock)
                     return
             if type(obj) is dict:
                 kind = obj["type"]
@@ -402,13 +267,13 @@ class OpenAIResponses(Provider):
                     yield ev
                 if done:
                     return
-            elif type(obj) is _Closed:
+            elif type(obj) is Closed:
                 ans.error = self._closed_error(obj, ans)
                 return
             else:
                 ans.error = Error("protocol", self._redact(
                     f"the server sent a malformed frame: {obj.raw[:120]!r}"))
-                self._discard(sock)
+                self.pool.discard(sock)
                 return
 
     def _on_event(self, obj: dict, ans: _Answer) -> tuple[list[Event], bool]:
@@ -452,14 +317,14 @@ class OpenAIResponses(Provider):
             return [], True
         return [], False  # item/part bookkeeping, annotations, queued, in_progress...
 
-    def _closed_error(self, obj: _Closed, ans: _Answer) -> Error:
+    def _closed_error(self, obj: Closed, ans: _Answer) -> Error:
         why = CLOSE_CODES.get(obj.code or 1006, "closed")
         reason = f": {obj.reason}" if obj.reason else ""
         return Error("network", self._redact(
             f"{ws_url(self.base_url)} closed the connection (code {obj.code or 1006}, {why}"
             f"{reason})" + ("; the answer is incomplete" if ans.text else "")), retryable=True)
 
-    def _retry(self, sock: _Socket, ans: _Answer, attempt: int) -> tuple[float, bool] | None:
+    def _retry(self, sock: Socket, ans: _Answer, attempt: int) -> tuple[float, bool] | None:
         """(seconds to wait, resend in full) when the request may be sent again: only while
         nothing of the answer was shown, so no token is lost or duplicated."""
         if ans.text:
@@ -470,14 +335,14 @@ class OpenAIResponses(Provider):
             status = err.get("status")
             if code == "previous_response_not_found":
                 sock.forget()
-                self._release(sock)
+                self.pool.release(sock)
                 return 0.0, True
             if code == "websocket_connection_limit_reached":
-                self._discard(sock)
+                self.pool.discard(sock)
                 return 0.0, True
             if attempt < self.retries and (status == 429 or code == "rate_limit_exceeded"
                                            or (isinstance(status, int) and status >= 500)):
-                self._release(sock)
+                self.pool.release(sock)
                 return _retry_after_event(err, attempt), False
             return None
         if ans.error is not None and ans.error.kind == "network" and not ans.connected \
@@ -485,7 +350,7 @@ class OpenAIResponses(Provider):
             return 0.0, True  # the socket had closed before the request got an answer
         return None
 
-    def _finish(self, sock: _Socket, ans: _Answer, fields: dict, items: list[dict]) -> list[Event]:
+    def _finish(self, sock: Socket, ans: _Answer, fields: dict, items: list[dict]) -> list[Event]:
         self._streaming = None
         steer_pending = sock.steer_wait is not None and not sock.steer_wait.done()
         if ans.finish == "stop" and ans.rid:
@@ -494,7 +359,7 @@ class OpenAIResponses(Provider):
         elif ans.finish != "steered":
             sock.forget()
         if ans.finish != "steered" and not steer_pending:
-            self._release(sock)  # a steered socket goes on with the successor
+            self.pool.release(sock)  # a steered socket goes on with the successor
         out: list[Event] = []
         if ans.wire_error is not None:
             out.append(self._wire_error(ans.wire_error))
@@ -558,12 +423,12 @@ class OpenAIResponses(Provider):
             sock.steer_wait = None
         if ack.get("type") != "response.steer.accepted":
             if self._streaming is not sock:  # the answer ended meanwhile: the socket is free
-                self._release(sock)
+                self.pool.release(sock)
             e = ack.get("error") or {}
             raise SteerRefused(self._redact(str(e.get("message") or e.get("code") or ack)))
         return self._successor(sock, items)
 
-    async def _successor(self, sock: _Socket, items: list[dict]) -> AsyncIterator[Event]:
+    async def _successor(self, sock: Socket, items: list[dict]) -> AsyncIterator[Event]:
         ans = _Answer()
         fields = sock.active_fields or {}
         # the conversation the successor continues: the steered request, its answer as the
@@ -582,7 +447,7 @@ class OpenAIResponses(Provider):
             finished = True
         finally:
             if not finished:
-                self._discard(sock)
+                self.pool.discard(sock)
                 self._streaming = None
         for ev in self._finish(sock, ans, fields, steered_input):
             yield ev
@@ -665,12 +530,6 @@ class OpenAIResponses(Provider):
             else:
                 yield Done(ans.finish)
             return
-
-
-def _connection_error(obj: dict) -> bool:
-    code = str((obj.get("error") or {}).get("code") or "")
-    return code in ("previous_response_not_found", "websocket_connection_limit_reached",
-                    "rate_limit_exceeded")
 
 
 def _retry_after_ws(exc: InvalidStatus, attempt: int) -> float:
