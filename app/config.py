@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 from pydantic_settings import (
@@ -20,14 +21,23 @@ from pydantic_settings import (
 
 
 class Preset(BaseModel):
-    base_url: str
+    base_url: str | None  # None: the user's own endpoint (--base-url), e.g. an Azure resource
     key_env: str | None = None
     model: str = ""
     key_required: bool = True
+    protocol: Literal["chat", "responses"] = "chat"  # Chat Completions (SSE) or Responses (WebSocket)
+    base_url_hint: str = ""
 
 
 PRESETS: dict[str, Preset] = {
-    "openai": Preset(base_url="https://api.openai.com/v1", key_env="OPENAI_API_KEY", model="gpt-5.3-codex"),
+    # the Responses API over a persistent WebSocket (app/providers/openai_responses.py)
+    "openai": Preset(base_url="https://api.openai.com/v1", key_env="OPENAI_API_KEY",
+                     model="gpt-5.3-codex", protocol="responses"),
+    "azure": Preset(base_url=None, key_env="AZURE_OPENAI_API_KEY", protocol="responses",
+                    base_url_hint="https://YOUR-RESOURCE.openai.azure.com/openai/v1"),
+    "xai": Preset(base_url="https://api.x.ai/v1", key_env="XAI_API_KEY", model="grok-code-fast-1",
+                  protocol="responses"),
+    # Chat Completions over SSE (app/providers/openai_chat.py)
     "cerebras": Preset(base_url="https://api.cerebras.ai/v1", key_env="CEREBRAS_API_KEY", model="gpt-oss-120b"),
     "groq": Preset(base_url="https://api.groq.com/openai/v1", key_env="GROQ_API_KEY", model="openai/gpt-oss-120b"),
     "openrouter": Preset(base_url="https://openrouter.ai/api/v1", key_env="OPENROUTER_API_KEY",
@@ -38,7 +48,7 @@ PRESETS: dict[str, Preset] = {
                            model="default", key_required=False),
     "lmstudio": Preset(base_url="http://127.0.0.1:1234/v1", key_required=False),
 }
-PROVIDERS = ("local", "openai-chat", *PRESETS)
+PROVIDERS = ("local", "openai-chat", "openai-responses", *PRESETS)
 
 
 def config_dir() -> Path:
@@ -90,7 +100,8 @@ def resolve_provider(s: Settings) -> tuple[str, str | None, str, str | None]:
     preset = PRESETS.get(name)
     base_url = s.base_url or (preset.base_url if preset else None)
     if not base_url:
-        raise ConfigError("provider openai-chat needs --base-url (or base_url in the config file)")
+        hint = f", e.g. {preset.base_url_hint}" if preset and preset.base_url_hint else ""
+        raise ConfigError(f"provider {name} needs --base-url (or base_url in the config file){hint}")
     model = s.model or (preset.model if preset else "")
     if not model:
         raise ConfigError(f"provider {name} needs --model (or model in the config file)")
@@ -99,3 +110,11 @@ def resolve_provider(s: Settings) -> tuple[str, str | None, str, str | None]:
     if not key and preset is not None and preset.key_required:
         raise ConfigError(f"provider {name} needs an API key: set {preset.key_env} (or STEER_API_KEY)")
     return name, base_url, model, key
+
+
+def protocol_of(name: str) -> str:
+    """"chat" or "responses": the wire protocol a provider name speaks."""
+    if name == "openai-responses":
+        return "responses"
+    preset = PRESETS.get(name)
+    return preset.protocol if preset else "chat"

@@ -3,6 +3,7 @@ through the real parser and pending diff in chunks of any size."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Iterable
@@ -70,12 +71,43 @@ def stream(ws: Workspace, answer: str, *, fmt: str = "search_replace", context: 
 
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(tmp_path_factory, monkeypatch):
-    """No test reads or writes the real user's config, themes or remembered state."""
+    """No test reads or writes the real user's config, themes or remembered state; a
+    `steer serve` that a test started on demand (the `local` provider) ends with the test."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     for var in ("STEER_PROVIDER", "STEER_BASE_URL", "STEER_MODEL", "STEER_API_KEY", "STEER_FORMAT"):
         monkeypatch.delenv(var, raising=False)
+    yield
+    stop_registered_servers(home / "state" / "steer" / "serve.json")
+
+
+def stop_registered_servers(state: Path) -> None:
+    import json
+    import signal
+    import time
+
+    try:
+        servers = json.loads(state.read_text()).get("servers") or {}
+    except (OSError, ValueError):
+        return
+    pids = [e["pid"] for e in servers.values() if isinstance(e, dict) and "pid" in e]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.05)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -268,9 +268,13 @@ def test_steer_run_against_steer_serve_on_loopback(tmp_path):
     try:
         line = server.stdout.readline()  # printed once the model is loaded and listening
         assert re.search(rf"listening on http://127.0.0.1:{port}/v1", line), line
+        from app.providers import serve_registry
+
+        token = serve_registry.read()["token"]  # steer serve takes only requests that carry it
         out = steer(root, "run", "Add a docstring to greet.", "-f", "greet.py", "--accept", "all",
                     "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "smollm2",
-                    "--format", "whole", "--max-tokens", "200", timeout=300)
+                    "--format", "whole", "--max-tokens", "200", timeout=300,
+                    env={"STEER_API_KEY": token})
     finally:
         server.terminate()
         server.wait(10)

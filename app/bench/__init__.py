@@ -20,6 +20,13 @@ def main(argv: list[str]) -> int:
     t.add_argument("--rates", default="1000,5000,20000,0")
     t.add_argument("--tokens", type=int, default=20_000)
     t.add_argument("--esc-trials", type=int, default=20)
+    w = sub.add_parser("transport", help="persistent WebSocket vs new HTTPS connections, native "
+                       "steer vs cancel-and-resend, Esc to stopped, against steer serve")
+    w.add_argument("--requests", type=int, default=100)
+    w.add_argument("--trials", type=int, default=20)
+    w.add_argument("--first-token-delay", type=float, default=0.02,
+                   help="seconds the replayed model takes to its first token")
+    w.add_argument("--model", action="store_true", help="also measure the embedded model")
     args = p.parse_args(argv)
     if args.which == "engine":
         from app.bench.engine import run
@@ -27,6 +34,10 @@ def main(argv: list[str]) -> int:
     elif args.which == "run":
         from app.bench.e2e import run
         result = run(repeat=args.repeat, edits=args.edits)
+    elif args.which == "transport":
+        from app.bench.transport import run
+        result = run(requests=args.requests, trials=args.trials,
+                     first_token_delay=args.first_token_delay, model=args.model)
     else:
         from app.bench.tui import run
         result = run(rates=[float(x) for x in args.rates.split(",")], tokens=args.tokens,

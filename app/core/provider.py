@@ -66,8 +66,10 @@ class Provider:
 
     async def steer(self, request: Request) -> AsyncIterator[Event]:
         """Only with `capabilities.native_steer`: give the answer now streaming a new
-        instruction. The running stream ends (Done("steered")) and the returned iterator
-        streams the answer that continues it. Raises SteerRefused to fall back."""
+        instruction (the request's last message). The running stream ends where the back-end
+        cut it (Done("steered"), or Done("stop") when it finished first) and the returned
+        iterator streams the answer that continues it, from everything the running stream
+        delivered. Raises SteerRefused to fall back to cancel and resend."""
         raise SteerRefused(f"{self.name} cannot steer a running answer")
 
     async def aclose(self) -> None:

@@ -64,6 +64,8 @@ class Turn:
     error: Error | None = None
     plan: list[PlanItem] = field(default_factory=list)  # an agent's latest plan
     tools: dict[str, ToolCall] = field(default_factory=dict)  # an agent's tool calls, by id
+    # a natively steered redirect: characters of the previous answer kept where it landed
+    steered_at: int | None = None
 
     @property
     def text(self) -> str:
@@ -124,6 +126,7 @@ class Session:
         self.turns: list[Turn] = []
         self.queue: list[str] = []
         self._task: asyncio.Task[None] | None = None
+        self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
 
@@ -199,9 +202,43 @@ class Session:
 
     def redirect(self, instruction: str) -> Turn:
         """Stop the running answer and continue from it with a new instruction; decisions
-        already made are kept and the model is told about them."""
+        already made are kept and the model is told about them. A back-end that steers
+        natively cuts the answer itself and goes on without a new request."""
+        turn = self.turn
+        if (self.provider.capabilities.native_steer and self._steering is None
+                and turn is not None and turn.state == "streaming" and self.streaming):
+            return self._steer(instruction)
         self._cancel()
         return self._start(instruction, "redirect")
+
+    def _steer(self, instruction: str) -> Turn:
+        assert self.pending is not None and self._task is not None
+        turn = Turn(instruction, "redirect")  # its clock starts now: redirect -> first token
+        content = prompts.steer_message(instruction, self.pending.hunks, interrupted=True)
+        req = Request([{"role": "user", "content": content}], model=self.provider.model,
+                      max_tokens=self.max_tokens, temperature=self.temperature)
+        self._steering = self._task
+        self._task = asyncio.get_running_loop().create_task(self._steered(turn, req, instruction))
+        return turn
+
+    async def _steered(self, turn: Turn, req: Request, instruction: str) -> None:
+        old, cut = self.turn, self._steering
+        assert old is not None and cut is not None
+        try:
+            events = await self.provider.steer(req)
+        except Exception:  # SteerRefused, or the steer failed: cancel and resend (a spare
+            # connection takes the new request at once)
+            self._steering = None
+            cut.cancel()
+            if old.live:
+                self._finalize(old, self._parser, interrupted=True)
+            self._start(instruction, "redirect", turn=turn)
+            return
+        await asyncio.wait([cut])  # the server ends the old answer where the steer landed
+        self._steering = None
+        turn.steered_at = old.size
+        self._start(instruction, "redirect", turn=turn, content=req.messages[-1]["content"],
+                    events=events)
 
     def interrupt(self) -> bool:
         """Esc: stop the generation now. Complete hunks stay reviewable."""
@@ -215,13 +252,17 @@ class Session:
         if task is None or task.done() or not self.streaming:
             return False
         task.cancel()
+        if self._steering is not None:  # Esc while a steer was on its way: stop both
+            self._steering.cancel()
+            self._steering = None
         # settle synchronously: the UI must show the stopped state at once, not on the next tick
         turn = self.turn
         if turn is not None and turn.live:
             self._finalize(turn, self._parser, interrupted=True)
         return True
 
-    def _start(self, instruction: str, kind: Literal["ask", "redirect", "follow-up"]) -> Turn:
+    def _start(self, instruction: str, kind: Literal["ask", "redirect", "follow-up"], *,
+               turn: Turn | None = None, content: str | None = None, events=None) -> Turn:
         previous = self.turn
         caps = self.provider.capabilities
         if kind == "ask":
@@ -237,15 +278,16 @@ class Session:
                 self.fmt, content = "agent", instruction
         else:
             assert self.pending is not None and previous is not None
-            content = prompts.steer_message(instruction, self.pending.hunks,
-                                            interrupted=previous.state == "interrupted")
+            if content is None:
+                content = prompts.steer_message(instruction, self.pending.hunks,
+                                                interrupted=previous.state == "interrupted")
             self.pending.begin_turn()
         assert self.pending is not None
         messages = [{"role": "user", "content": content}] if caps.agent else [
             {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
             {"role": "user", "content": content}]
         prefill = prompts.prefill(self.fmt, self._snapshots) if caps.prefill else ""
-        turn = Turn(instruction, kind)
+        turn = turn or Turn(instruction, kind)
         self.turns.append(turn)
         known = frozenset(s.path for s in self._snapshots)
         self._parser = ProseOnly() if caps.agent else make_parser(self.fmt, known)
@@ -254,7 +296,8 @@ class Session:
                       temperature=self.temperature, prefill=prefill, context=list(self.context))
         if prefill:
             self._feed(turn, prefill)
-        self._task = asyncio.get_running_loop().create_task(self._run(turn, req, self._parser))
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(turn, req, self._parser, events))
         return turn
 
     def _feed(self, turn: Turn, text: str) -> None:
@@ -262,11 +305,11 @@ class Session:
         turn.size += len(text)
         self.pending.feed(self._parser.feed(text))  # type: ignore[union-attr]
 
-    async def _run(self, turn: Turn, req: Request, parser) -> None:
+    async def _run(self, turn: Turn, req: Request, parser, events=None) -> None:
         pending = self.pending
         assert pending is not None
         try:
-            async for ev in self.provider.stream(req):
+            async for ev in events if events is not None else self.provider.stream(req):
                 t = type(ev)
                 if t is TextDelta:
                     if turn.first_token is None:
@@ -299,8 +342,8 @@ class Session:
             raise
         except Exception as exc:  # a provider bug must not leave the UI streaming forever
             turn.error = Error("protocol", f"{type(exc).__name__}: {exc}")
-        if turn.live:
-            self._finalize(turn, parser, interrupted=False)
+        if turn.live:  # a steered answer ends as interrupted, where the server cut it
+            self._finalize(turn, parser, interrupted=turn.finish_reason == "steered")
         if self.queue and turn.complete and self._task is asyncio.current_task():
             self._task = None
             self.start(self.queue.pop(0))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from app.config import ConfigError, Settings, resolve_provider
+from app.config import ConfigError, Settings, protocol_of, resolve_provider
 from app.core.provider import Provider
 
 
@@ -18,12 +18,18 @@ def build_provider(s: Settings, cwd: str | os.PathLike[str] | None = None) -> Pr
         except ValueError as exc:  # an empty or badly quoted command line
             raise ConfigError(f"--agent: {exc}") from None
     name, base_url, model, key = resolve_provider(s)
-    if name == "local":
-        from app.providers.local import LocalModel
+    if name == "local":  # the embedded model, served by a shared `steer serve`
+        from app.providers.local_serve import ServedLocal
 
-        return LocalModel(s.model_path)
-    from app.providers.openai_chat import OpenAIChat
+        return ServedLocal(s.model_path, stall_timeout=s.stall_timeout)
+    provider: Provider
+    if protocol_of(name) == "responses":
+        from app.providers.openai_responses import OpenAIResponses
 
-    provider = OpenAIChat(base_url or "", model, key, stall_timeout=s.stall_timeout)
+        provider = OpenAIResponses(base_url or "", model, key, stall_timeout=s.stall_timeout)
+    else:
+        from app.providers.openai_chat import OpenAIChat
+
+        provider = OpenAIChat(base_url or "", model, key, stall_timeout=s.stall_timeout)
     provider.name = name  # presets keep their own name in the status line
     return provider

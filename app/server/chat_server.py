@@ -1,14 +1,23 @@
-"""`steer serve`: an OpenAI-compatible Chat Completions endpoint on 127.0.0.1.
+"""`steer serve`: the local model server on 127.0.0.1, speaking two protocols on one port.
+
+- the OpenAI Responses API over a persistent WebSocket (GET /v1/responses, upgraded; see
+  app/server/responses.py), the subset steer's openai-responses provider uses, with native
+  steering; and the same events over SSE (POST /v1/responses) for clients that cannot upgrade;
+- OpenAI-compatible Chat Completions over SSE (POST /v1/chat/completions) for other tools:
+  `data: {chat.completion.chunk}` events, a final chunk with finish_reason, a usage chunk when
+  `stream_options.include_usage` is set, then `data: [DONE]`, byte for byte as OpenAI does.
 
 Two back-ends:
 - the embedded model (default, or any GGUF with --model-path), loaded once and kept warm;
+  one generation at a time, in arrival order (a FIFO lock), so several clients are served
+  fairly and the KV cache of a conversation's shared prefix is reused between its turns;
 - `--replay FILE`: streams a recorded answer at a chosen rate (tokens/s; 0 = as fast as the
-  socket takes it), with optional faults: drop the connection, stall, an error status, or
-  malformed JSON after N tokens. Benchmarks and fault-injection tests use it.
+  socket takes it), with optional faults: drop the connection, stall, an error status, a
+  malformed event, a close code after N tokens. Benchmarks and fault-injection tests use it.
 
-The wire format is OpenAI's byte for byte: `data: {chat.completion.chunk}` events, a final
-chunk with finish_reason, a usage chunk when `stream_options.include_usage` is set, then
-`data: [DONE]`.
+With a token (from the command line always when serving a model; see
+app/providers/serve_registry.py) every request must carry it as `Authorization: Bearer`, or
+gets 401.
 """
 
 from __future__ import annotations
@@ -45,6 +54,11 @@ class Faults:
     malformed_after: int | None = None  # send a chunk that is not JSON
     fail_first: int = 0  # fail only this many requests with `status`, then serve normally
     only_first: int = 0  # the stream faults (drop, stall, malformed) hit only the first N requests
+    close_after: int | None = None  # WebSocket: close with `close_code` after N tokens
+    close_code: int = 1011
+    error_event: int | None = None  # WebSocket: answer response.create with an `error` event
+    forget_previous: bool = False  # no previous_response_id is ever found
+    connection_limit: int | None = None  # WebSocket: after N responses, the 60-minute-limit error
 
 
 @dataclass
@@ -52,6 +66,22 @@ class ServerStats:
     requests: list[float] = field(default_factory=list)  # wall-clock time each request arrived
     bodies: list[dict] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)  # names lower-cased
+    # perf_counter times, for benchmarks: a generation began / sent its first token / was
+    # stopped early (the client interrupted, steered or went away)
+    started: list[float] = field(default_factory=list)
+    first_token: list[float] = field(default_factory=list)
+    stopped: list[float] = field(default_factory=list)
+    upgrades: int = 0  # WebSocket connections accepted
+    frames: list[tuple[str, str]] = field(default_factory=list)  # with record_frames: WebSocket frames
+
+
+@dataclass
+class Generation:
+    """One answer's tokens and how it ended (filled in as they stream)."""
+
+    finish: str = "stop"
+    prompt_tokens: int = 0
+    tokens: int = 0
 
 
 def _chunk(cid: str, model: str, created: int, delta: dict, finish: str | None = None) -> bytes:
@@ -63,7 +93,9 @@ def _chunk(cid: str, model: str, created: int, delta: dict, finish: str | None =
 class ChatServer:
     def __init__(self, *, replay: str | list[str] | None = None, rate: float = 0.0,
                  model_path: str | None = None, faults: Faults | None = None, host: str = "127.0.0.1",
-                 port: int = 0, model_name: str | None = None) -> None:
+                 port: int = 0, model_name: str | None = None, token: str | None = None,
+                 websocket: bool = True, steering: bool = True, ssl: object | None = None,
+                 first_token_delay: float = 0.0, record_frames: bool = False) -> None:
         # a list of answers is served one per request, the last one repeating
         answers = [replay] if isinstance(replay, str) else replay
         self.replays = [split_tokens(a) for a in answers] if answers else None
@@ -73,9 +105,17 @@ class ChatServer:
         self.faults = faults or Faults()
         self.model_name = model_name or ("replay" if replay is not None else "smollm2-135m-instruct")
         self.stats = ServerStats()
-        self.http = HttpServer(self.handle, host, port)
+        self.token = token  # required as Bearer when set
+        self.first_token_delay = first_token_delay  # replay: the "model's" own time to first token
+        self.record_frames = record_frames
+        from app.server.responses import ResponsesService
+
+        self.responses = ResponsesService(self, websocket=websocket, steering=steering)
+        self.http = HttpServer(self.handle, host, port, upgrade=self.responses.upgrade, ssl=ssl)
         self._served = 0
         self._local = None
+        self._model_turn = asyncio.Lock()  # FIFO: generations run one at a time, in arrival order
+        self.last_activity = time.monotonic()
 
     async def start(self) -> int:
         if self.replay_tokens is None:
@@ -87,13 +127,73 @@ class ChatServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.http.host}:{self.http.port}/v1"
+        scheme = "https" if self.http.ssl is not None else "http"
+        return f"{scheme}://{self.http.host}:{self.http.port}/v1"
+
+    def authorized(self, req: HttpRequest) -> bool:
+        if not self.token:
+            return True
+        import hmac
+
+        return hmac.compare_digest(req.headers.get("authorization", ""), f"Bearer {self.token}")
+
+    def unauthorized(self) -> HttpResponse:
+        return HttpResponse.json({"error": {"message": "missing or wrong token: steer serve needs "
+                                            "the token from its state file as Bearer",
+                                            "type": "invalid_request_error",
+                                            "code": "invalid_api_key"}}, 401)
+
+    def next_request(self) -> int:
+        """Count a request (an answer asked for): replays and faults go by this number."""
+        self._served += 1
+        return self._served
+
+    def injected_status(self, n: int) -> HttpResponse | None:
+        """The `status` fault for the n-th request, if it applies."""
+        f = self.faults
+        if f.status and (f.fail_first == 0 or n <= f.fail_first):
+            headers = {"Retry-After": f"{f.retry_after:g}"} if f.status == 429 else {}
+            return HttpResponse.json({"error": {"message": "injected failure", "type": "server_error"}},
+                                     f.status, **headers)
+        return None
+
+    def stream_faults(self, n: int) -> Faults:
+        f = self.faults
+        return Faults() if f.only_first and n > f.only_first else f
+
+    def tokens(self, n: int, messages: list[dict], *, prefill: str = "",
+               max_tokens: int | None = None, temperature: float | None = None,
+               gen: Generation | None = None) -> AsyncIterator[str]:
+        """The n-th request's tokens from the back-end; "" marks the end of a batch due by now."""
+        self.last_activity = time.monotonic()
+        if self.replays:
+            tokens = self.replays[min(max(n, 1), len(self.replays)) - 1]
+            if max_tokens is not None and len(tokens) > max_tokens:
+                tokens = tokens[:max_tokens]
+                if gen is not None:
+                    gen.finish = "length"
+            return self._replay(tokens)
+        return self._generate(messages, prefill, max_tokens, temperature, gen or Generation())
+
+    async def health(self) -> dict:
+        import os
+
+        return {"status": "ok", "pid": os.getpid(), "model": self.model_name,
+                "model_path": self._local.model_path if self._local is not None else None}
 
     async def close(self) -> None:
         await self.http.close()
 
     async def handle(self, req: HttpRequest) -> HttpResponse:
-        if req.method == "GET" and req.path.rstrip("/") == "/v1/models":
+        self.last_activity = time.monotonic()
+        if not self.authorized(req):
+            return self.unauthorized()
+        path = req.path.split("?")[0].rstrip("/")
+        if req.method == "GET" and path == "/health":
+            return HttpResponse.json(await self.health())
+        if path == "/v1/responses":
+            return await self.responses.handle_http(req)
+        if req.method == "GET" and path == "/v1/models":
             return HttpResponse.json({"object": "list", "data": [
                 {"id": self.model_name, "object": "model", "owned_by": "steer"}]})
         if req.method != "POST" or req.path.rstrip("/") != "/v1/chat/completions":
@@ -107,20 +207,14 @@ class ChatServer:
             return HttpResponse.json({"error": {"message": "invalid JSON body or missing messages",
                                                 "type": "invalid_request_error"}}, 400)
         self.stats.bodies.append(body)
-        self._served += 1
-        if self.replays:
-            self.replay_tokens = self.replays[min(self._served, len(self.replays)) - 1]
-        f = self.faults
-        if f.status and (f.fail_first == 0 or self._served <= f.fail_first):
-            headers = {"Retry-After": f"{f.retry_after:g}"} if f.status == 429 else {}
-            return HttpResponse.json({"error": {"message": "injected failure", "type": "server_error"}},
-                                     f.status, **headers)
+        n = self.next_request()
+        refused = self.injected_status(n)
+        if refused is not None:
+            return refused
         model = body.get("model") or self.model_name
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        if self.replay_tokens is not None:
-            tokens: AsyncIterator[str] = self._replay()
-        else:
-            tokens = self._generate(messages, body)
+        tokens = self.tokens(n, messages, max_tokens=body.get("max_tokens"),
+                             temperature=body.get("temperature"))
         if not body.get("stream"):
             text = "".join([t async for t in tokens])
             return HttpResponse.json({
@@ -128,8 +222,7 @@ class ChatServer:
                 "created": int(time.time()), "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "finish_reason": "stop"}]})
-        if f.only_first and self._served > f.only_first:
-            f = Faults()
+        f = self.stream_faults(n)
         return HttpResponse(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
                             stream=self._sse(tokens, model, include_usage, f),
                             close=f.drop_after is not None)
@@ -169,10 +262,22 @@ class ChatServer:
         batch.append(b"data: [DONE]\n\n")
         yield b"".join(batch)
 
-    async def _replay(self) -> AsyncIterator[str]:
+    async def _replay(self, tokens: list[str]) -> AsyncIterator[str]:
         """The recorded tokens, paced: every wake-up sends all tokens due by then (one SSE
         event each, as a real server would), then yields "" to flush the batch."""
-        tokens = self.replay_tokens or []
+        self.stats.started.append(time.perf_counter())
+        if self.first_token_delay:
+            await asyncio.sleep(self.first_token_delay)
+        if tokens:
+            self.stats.first_token.append(time.perf_counter())
+        try:
+            async for tok in self._paced(tokens):
+                yield tok
+        except (asyncio.CancelledError, GeneratorExit):
+            self.stats.stopped.append(time.perf_counter())
+            raise
+
+    async def _paced(self, tokens: list[str]) -> AsyncIterator[str]:
         if self.rate <= 0:
             for i, tok in enumerate(tokens):
                 yield tok
@@ -190,22 +295,37 @@ class ChatServer:
             yield ""
             await asyncio.sleep(min(0.001, max(0.0, (i / self.rate) - (time.perf_counter() - t0))))
 
-    async def _generate(self, messages: list[dict], body: dict) -> AsyncIterator[str]:
-        from app.core.events import Error, TextDelta
+    async def _generate(self, messages: list[dict], prefill: str, max_tokens: int | None,
+                        temperature: float | None, gen: Generation) -> AsyncIterator[str]:
+        from app.core.events import Done, Error, TextDelta, Usage
         from app.core.provider import Request
 
         assert self._local is not None
-        req = Request(messages, max_tokens=body.get("max_tokens"), temperature=body.get("temperature"))
-        stream = self._local.stream(req)
-        try:
-            async for ev in stream:
-                if type(ev) is TextDelta:
-                    yield ev.text
-                    yield ""
-                elif type(ev) is Error:
-                    raise RuntimeError(ev.message)
-        finally:
-            await stream.aclose()  # the client left: stop the model
+        req = Request(messages, max_tokens=max_tokens, temperature=temperature, prefill=prefill)
+        async with self._model_turn:  # FIFO: whoever asked first is served first
+            self.stats.started.append(time.perf_counter())
+            stream = self._local.stream(req)
+            ended = False
+            try:
+                async for ev in stream:
+                    t = type(ev)
+                    if t is TextDelta:
+                        if gen.tokens == 0:
+                            self.stats.first_token.append(time.perf_counter())
+                        gen.tokens += 1
+                        yield ev.text
+                        yield ""
+                    elif t is Usage:
+                        gen.prompt_tokens = ev.prompt
+                    elif t is Done:
+                        gen.finish = ev.finish_reason
+                    elif t is Error:
+                        raise RuntimeError(ev.message)
+                ended = True
+            finally:
+                if not ended:
+                    self.stats.stopped.append(time.perf_counter())
+                await stream.aclose()  # the client left or steered: the model stops at its next token
 
 
 class ServerThread:
@@ -237,32 +357,67 @@ class ServerThread:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="steer serve",
-                                description="OpenAI-compatible Chat Completions server on loopback.")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p = argparse.ArgumentParser(
+        prog="steer serve",
+        description="The local model server: the Responses API over a WebSocket (and SSE) and "
+                    "OpenAI-compatible Chat Completions, on loopback. Every request needs the "
+                    "token from $XDG_STATE_HOME/steer/serve.json as Bearer.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1; anything else is reachable by others)")
+    p.add_argument("--port", type=int, default=8765, help="port (0: any free one)")
     p.add_argument("--model-path", help="GGUF to serve (default: the embedded SmolLM2-135M)")
     p.add_argument("--replay", metavar="FILE", help="serve this recorded answer instead of a model")
     p.add_argument("--rate", type=float, default=0.0, help="replay speed in tokens/s (0: unthrottled)")
     p.add_argument("--drop-after", type=int, help="fault: drop the connection after N tokens")
     p.add_argument("--stall-after", type=int, help="fault: stop sending after N tokens")
     p.add_argument("--status", type=int, help="fault: answer every request with this HTTP status")
+    p.add_argument("--idle-exit", type=float, default=0.0, metavar="SECONDS",
+                   help="exit after this long without a client (0: never)")
+    p.add_argument("--require-token", action="store_true",
+                   help="require the token with --replay too (a model always requires it)")
     args = p.parse_args(argv)
+    from app.providers import serve_registry as registry
+
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print("steer serve: listening beyond loopback is not supported", file=sys.stderr)
-        return 2
+        print(f"steer serve: binding {args.host}: other machines can connect (the token still "
+              "applies)", file=sys.stderr)
     replay = open(args.replay, encoding="utf-8").read() if args.replay else None
     server = ChatServer(replay=replay, rate=args.rate, model_path=args.model_path, host=args.host,
-                        port=args.port, faults=Faults(drop_after=args.drop_after,
-                                                      stall_after=args.stall_after, status=args.status))
+                        port=args.port,
+                        # the token guards the model; a replay serves a file given here (tests)
+                        token=registry.token() if args.require_token or not replay else None,
+                        faults=Faults(drop_after=args.drop_after, stall_after=args.stall_after,
+                                      status=args.status))
 
     async def run() -> None:
-        await server.start()
+        import os
+        import signal
+
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            await server.start()
+        except (OSError, ValueError, RuntimeError) as exc:  # a broken model, a taken port
+            raise SystemExit(f"steer serve: cannot start: {exc}") from None
+        model_path = server._local.model_path if server._local is not None else None
+        if model_path:  # `local` finds the server for its model here
+            registry.register(model_path, server.http.host, server.http.port, os.getpid())
         print(f"steer serve: listening on {server.base_url}", flush=True)
-        await asyncio.Event().wait()
+        try:
+            while True:
+                await asyncio.sleep(min(5.0, args.idle_exit or 5.0))
+                idle = time.monotonic() - server.last_activity
+                if args.idle_exit and not server.http._connections and idle > args.idle_exit:
+                    print(f"steer serve: no client for {idle:.0f} s; exiting", file=sys.stderr)
+                    return
+        finally:
+            if model_path:
+                registry.unregister(model_path, os.getpid())
+            await server.close()
 
     try:
         asyncio.run(run())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     return 0

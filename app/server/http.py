@@ -20,6 +20,7 @@ class HttpRequest:
     path: str
     headers: dict[str, str]
     body: bytes
+    head: bytes = b""  # the raw request head (a WebSocket upgrade hands it to its protocol)
 
     def json(self) -> dict:
         return json.loads(self.body or b"{}")
@@ -39,20 +40,29 @@ class HttpResponse:
 
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-           500: "Internal Server Error", 503: "Service Unavailable"}
+# a WebSocket upgrade: the handler owns the connection; it returns None once it took it over,
+# or a response to refuse the upgrade with
+Upgrade = Callable[[HttpRequest, asyncio.StreamReader, asyncio.StreamWriter],
+                   Awaitable[HttpResponse | None]]
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+           426: "Upgrade Required", 429: "Too Many Requests", 500: "Internal Server Error",
+           502: "Bad Gateway", 503: "Service Unavailable"}
 
 
 class HttpServer:
-    def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = 0, *,
+                 upgrade: Upgrade | None = None, ssl: object | None = None) -> None:
         self.handler = handler
+        self.upgrade = upgrade
         self.host = host
         self.port = port
+        self.ssl = ssl  # an ssl.SSLContext: https and wss on the same port
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self._server = await asyncio.start_server(self._serve, self.host, self.port,
+                                                  ssl=self.ssl)  # type: ignore[arg-type]
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -77,11 +87,17 @@ class HttpServer:
                 req = await _read_request(reader)
                 if req is None:
                     return
+                if self.upgrade is not None and req.headers.get("upgrade", "").lower() == "websocket":
+                    refused = await self.upgrade(req, reader, writer)
+                    if refused is None:
+                        return  # the WebSocket ran on this connection and is over
+                    await _write_response(writer, refused)
+                    return
                 resp = await self.handler(req)
                 keep = await _write_response(writer, resp)
                 if not keep or req.headers.get("connection", "").lower() == "close":
                     return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             return  # the client went away or spoke nonsense: nothing to answer
         except asyncio.CancelledError:
             return  # the server is closing: end this connection quietly
@@ -113,7 +129,7 @@ async def _read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
     if n > MAX_BODY:
         raise ValueError("request body too large")
     body = await reader.readexactly(n) if n else b""
-    return HttpRequest(method, path, headers, body)
+    return HttpRequest(method, path, headers, body, head)
 
 
 async def _write_response(writer: asyncio.StreamWriter, resp: HttpResponse) -> bool:

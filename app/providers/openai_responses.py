@@ -1,0 +1,547 @@
+"""The OpenAI Responses API over a persistent WebSocket: OpenAI, Azure OpenAI, xAI, and
+`steer serve` (the `local` default).
+
+Why a WebSocket: the connection is opened when the app starts (warm()), so a request pays no
+TCP/TLS/HTTP handshake, and a follow-up sends only what is new: when the non-input fields
+are unchanged and the new input strictly extends the last request plus the model's answer,
+`response.create` carries just the new items and `previous_response_id`; otherwise the full
+context. The server's events (`response.created`, `response.output_text.delta`,
+`response.completed` / `.incomplete` / `.failed`, `error`) arrive as JSON text frames, the
+same objects as over SSE (app/providers/responses_wire.py has the shapes).
+
+- One response in flight per socket; a spare socket is kept open, so the request after an
+  Esc or a refused steer (which close the busy one) never waits for a handshake.
+- A socket is retired before the server's 60-minute limit; `websocket_connection_limit_reached`
+  opens a new one and resends in full, `previous_response_not_found` resends in full.
+- Steering: `response.steer` on the socket of the running answer; the server cuts the
+  answer at a token boundary (`response.incomplete`, reason `steered`) and its successor
+  streams on the same socket. A refusal raises SteerRefused and the session resends.
+- Cancelling closes the socket: the server stops generating; the partial answer stays.
+- When the upgrade is refused (426, 404, 405, 501, or a plain HTTP answer) every request
+  goes over HTTP SSE to POST /responses instead.
+- The API key is sent on the upgrade request only (and on SSE requests), never logged:
+  websockets' logger is held above DEBUG, and server text is redacted before it is shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
+from app.core.provider import Capabilities, Provider, Request, SteerRefused
+from app.providers.openai_chat import _backoff, _http_error, _reason, _retry_after, _sse_data
+from app.providers.responses_wire import message, to_input
+from app.providers.ws_pool import Closed, Socket, SocketPool
+
+_log = logging.getLogger("steer.responses.ws")
+_log.setLevel(logging.WARNING)  # websockets logs the upgrade's headers (the key) at DEBUG
+
+REFUSED_UPGRADE = {200, 404, 405, 426, 501}  # the endpoint exists but speaks no WebSocket
+CLOSE_CODES = {1000: "normal closure", 1001: "going away", 1002: "protocol error",
+               1003: "unsupported data", 1006: "dropped without a close frame",
+               1007: "invalid data", 1008: "policy violation", 1009: "message too big",
+               1011: "internal server error", 1012: "service restart", 1013: "try again later"}
+
+
+@dataclass
+class _Answer:
+    """Parse state of one response."""
+
+    connected: bool = False
+    rid: str | None = None
+    text: list[str] = field(default_factory=list)
+    finish: str | None = None
+    usage: Usage | None = None
+    error: Error | None = None
+    wire_error: dict | None = None  # an `error` event, for the caller to decide on a retry
+
+
+def ws_url(base_url: str) -> str:
+    """https://host/v1 -> wss://host/v1/responses (http -> ws)."""
+    base = base_url.rstrip("/")
+    if base.startswith("https://"):
+        base = "wss://" + base[8:]
+    elif base.startswith("http://"):
+        base = "ws://" + base[7:]
+    return base + "/responses"
+
+
+class OpenAIResponses(Provider):
+    name = "openai-responses"
+    capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close")
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
+                 connect_timeout: float = 10.0, stall_timeout: float = 120.0, retries: int = 2,
+                 capabilities: Capabilities | None = None, ssl: object | None = None,
+                 transport: str = "websocket", steer_timeout: float = 3.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._key = api_key  # never logged, never part of a message
+        self.connect_timeout = connect_timeout
+        self.stall_timeout = stall_timeout
+        self.retries = retries
+        self.steer_timeout = steer_timeout
+        if capabilities is not None:
+            self.capabilities = capabilities
+        self._ssl = ssl  # an ssl.SSLContext to trust (a self-signed server); None: the system's
+        self.use_sse = transport == "sse"
+        self.pool = SocketPool(self._dial)
+        self._streaming: Socket | None = None
+        self._http: httpx.AsyncClient | None = None
+
+    # -- the sockets -----------------------------------------------------------------------
+    async def warm(self) -> None:
+        """Open the socket now, so the first request pays no handshake."""
+        if self.use_sse or self.pool.idle:
+            return
+        try:
+            self.pool.idle.append(await self.pool.open())
+        except Exception:  # noqa: BLE001 - the request reports what is wrong, with its message
+            pass
+
+    async def _endpoint(self) -> tuple[str, str | None]:
+        """(base URL, key): subclasses find theirs late (a server started on demand)."""
+        return self.base_url, self._key
+
+    async def _dial(self) -> ClientConnection:
+        base, key = await self._endpoint()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        url = ws_url(base)
+        kw: dict = {}
+        if url.startswith("wss://") and self._ssl is not None:
+            kw["ssl"] = self._ssl
+        return await connect(url, additional_headers=headers, open_timeout=self.connect_timeout,
+                             compression=None, max_size=64 * 2**20, logger=_log, proxy=None, **kw)
+
+    async def aclose(self) -> None:
+        if self._streaming is not None:
+            self.pool.discard(self._streaming)
+        await self.pool.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+
+    # -- a request -------------------------------------------------------------------------
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def _where(self) -> str:
+        return ws_url(self.base_url)
+
+    def _fields(self, req: Request) -> tuple[dict, list[dict]]:
+        """(the non-input fields, the input items) of a request."""
+        instructions, items = to_input(req.messages)
+        fields: dict = {"model": req.model or self.model}
+        if instructions:
+            fields["instructions"] = instructions
+        if req.max_tokens is not None:
+            fields["max_output_tokens"] = req.max_tokens
+        if req.temperature is not None:
+            fields["temperature"] = req.temperature
+        if req.prefill and self.capabilities.prefill:
+            fields["prefill"] = req.prefill  # steer serve's extension (responses_wire)
+        return fields, items
+
+    def _create_frame(self, sock: Socket, fields: dict, items: list[dict]) -> dict:
+        frame = {"type": "response.create", **fields}
+        if sock.last_id is not None and sock.last_fields == fields and sock.last_input is not None:
+            known = [*sock.last_input, message("assistant", sock.last_output)]
+            if len(items) > len(known) and items[: len(known)] == known:
+                frame["previous_response_id"] = sock.last_id
+                frame["input"] = items[len(known):]
+                return frame
+        frame["input"] = items
+        return frame
+
+    async def stream(self, req: Request) -> AsyncIterator[Event]:
+        fields, items = self._fields(req)
+        if self.use_sse:
+            async for ev in self._stream_sse(fields, items):
+                yield ev
+            return
+        attempt = 0
+        full = False  # resend everything (the server lost the previous response)
+        while True:
+            try:
+                sock = await self.pool.take()
+            except InvalidStatus as exc:
+                status = exc.response.status_code
+                if status in REFUSED_UPGRADE:
+                    self.use_sse = True
+                    async for ev in self._stream_sse(fields, items):
+                        yield ev
+                    return
+                err = self._upgrade_error(exc)
+                if err.retryable and attempt < self.retries:
+                    await asyncio.sleep(_retry_after_ws(exc, attempt))
+                    attempt += 1
+                    continue
+                yield Connected()
+                yield err
+                yield Done("error")
+                return
+            except InvalidHandshake:  # a plain HTTP server on that path
+                self.use_sse = True
+                async for ev in self._stream_sse(fields, items):
+                    yield ev
+                return
+            except (OSError, TimeoutError) as exc:
+                if attempt < self.retries and not getattr(exc, "final", False):
+                    await asyncio.sleep(_backoff(attempt))
+                    attempt += 1
+                    continue
+                yield Error("network", self._redact(f"cannot connect to {self._where()}: "
+                                                    f"{_reason(exc)}"), retryable=True)
+                yield Done("error")
+                return
+            self.pool.keep_spare()
+            if full:
+                sock.forget()
+            frame = self._create_frame(sock, fields, items)
+            ans = _Answer()
+            self._streaming = sock
+            sock.active_id, sock.active_fields, sock.active_input = None, fields, items
+            sock.active_text = [req.prefill] if req.prefill and self.capabilities.prefill else []
+            finished = False
+            try:
+                async with sock.reading:
+                    try:
+                        await sock.ws.send(json.dumps(frame))
+                    except ConnectionClosed:
+                        pass  # the reader reports the close below
+                    async for ev in self._consume(sock, ans):
+                        yield ev
+                finished = True
+            finally:
+                if not finished:  # cancelled or abandoned: stop the generation upstream
+                    self.pool.discard(sock)
+                    self._streaming = None
+            retry = self._retry(sock, ans, attempt)
+            if retry is not None:
+                full = full or retry[1]
+                if retry[0]:
+                    await asyncio.sleep(retry[0])
+                attempt += 1
+                continue
+            for ev in self._finish(sock, ans, fields, items):
+                yield ev
+            return
+
+    async def _consume(self, sock: Socket, ans: _Answer) -> AsyncIterator[Event]:
+        """Events of the response now streaming on the socket, up to its terminal event."""
+        frames = sock.frames
+        while True:
+            try:
+                obj = frames.get_nowait()
+            except asyncio.QueueEmpty:
+                try:  # (not wait_for: on 3.11 it can swallow a cancel that races a frame)
+                    async with asyncio.timeout(self.stall_timeout):
+                        obj = await frames.get()
+                except TimeoutError:
+                    ans.error = Error("stall", f"no data from {ws_url(self.base_url)} for "
+                                      f"{self.stall_timeout:g} s; the answer was cut off",
+                                      retryable=True)
+                    self.pool.discard(sock)
+                    return
+            if type(obj) is dict:
+                kind = obj["type"]
+                if kind == "response.output_text.delta" or kind == "response.refusal.delta":
+                    d = obj.get("delta")
+                    if d:  # the hot path, kept inline
+                        ans.text.append(d)
+                        sock.active_text.append(d)
+                        yield TextDelta(d)
+                    continue
+                events, done = self._on_event(obj, ans)
+                if kind == "response.created":
+                    sock.active_id = ans.rid
+                for ev in events:
+                    yield ev
+                if done:
+                    return
+            elif type(obj) is Closed:
+                ans.error = self._closed_error(obj, ans)
+                return
+            else:
+                ans.error = Error("protocol", self._redact(
+                    f"the server sent a malformed frame: {obj.raw[:120]!r}"))
+                self.pool.discard(sock)
+                return
+
+    def _on_event(self, obj: dict, ans: _Answer) -> tuple[list[Event], bool]:
+        """A server event as provider events, and whether it ends the response."""
+        kind = obj["type"]
+        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
+            d = obj.get("delta")
+            if d:
+                ans.text.append(d)
+                return [TextDelta(d)], False
+            return [], False
+        if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
+            return ([ReasoningDelta(obj["delta"])] if obj.get("delta") else []), False
+        if kind == "response.created":
+            ans.rid = (obj.get("response") or {}).get("id")
+            if not ans.connected:
+                ans.connected = True
+                return [Connected()], False
+            return [], False
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            out: list[Event] = []
+            resp = obj.get("response") or {}
+            usage = resp.get("usage")
+            if isinstance(usage, dict):
+                ans.usage = Usage(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
+                out.append(ans.usage)
+            if kind == "response.completed":
+                ans.finish = "stop"
+            elif kind == "response.incomplete":
+                reason = (resp.get("incomplete_details") or {}).get("reason")
+                ans.finish = {"max_output_tokens": "length"}.get(reason, reason or "incomplete")
+            else:
+                e = resp.get("error") or {}
+                ans.error = Error("model", self._redact(
+                    f"the model failed: {e.get('message') or 'no reason given'}"
+                    + (f" ({e['code']})" if e.get("code") else "")))
+                ans.finish = "error"
+            return out, True
+        if kind == "error":
+            ans.wire_error = obj
+            return [], True
+        return [], False  # item/part bookkeeping, annotations, queued, in_progress...
+
+    def _closed_error(self, obj: Closed, ans: _Answer) -> Error:
+        why = CLOSE_CODES.get(obj.code or 1006, "closed")
+        reason = f": {obj.reason}" if obj.reason else ""
+        return Error("network", self._redact(
+            f"{ws_url(self.base_url)} closed the connection (code {obj.code or 1006}, {why}"
+            f"{reason})" + ("; the answer is incomplete" if ans.text else "")), retryable=True)
+
+    def _retry(self, sock: Socket, ans: _Answer, attempt: int) -> tuple[float, bool] | None:
+        """(seconds to wait, resend in full) when the request may be sent again: only while
+        nothing of the answer was shown, so no token is lost or duplicated."""
+        if ans.text:
+            return None
+        err = ans.wire_error
+        if err is not None:
+            code = str((err.get("error") or {}).get("code") or "")
+            status = err.get("status")
+            if code == "previous_response_not_found":
+                sock.forget()
+                self.pool.release(sock)
+                return 0.0, True
+            if code == "websocket_connection_limit_reached":
+                self.pool.discard(sock)
+                return 0.0, True
+            if attempt < self.retries and (status == 429 or code == "rate_limit_exceeded"
+                                           or (isinstance(status, int) and status >= 500)):
+                self.pool.release(sock)
+                return _retry_after_event(err, attempt), False
+            return None
+        if ans.error is not None and ans.error.kind == "network" and not ans.connected \
+                and attempt < self.retries:
+            return 0.0, True  # the socket had closed before the request got an answer
+        return None
+
+    def _finish(self, sock: Socket, ans: _Answer, fields: dict, items: list[dict]) -> list[Event]:
+        self._streaming = None
+        steer_pending = sock.steer_wait is not None and not sock.steer_wait.done()
+        if ans.finish == "stop" and ans.rid:
+            sock.last_id, sock.last_fields, sock.last_input = ans.rid, fields, items
+            sock.last_output = "".join(sock.active_text)
+        elif ans.finish != "steered":
+            sock.forget()
+        if ans.finish != "steered" and not steer_pending:
+            self.pool.release(sock)  # a steered socket goes on with the successor
+        out: list[Event] = []
+        if ans.wire_error is not None:
+            out.append(self._wire_error(ans.wire_error))
+        elif ans.error is not None:
+            out.append(ans.error)
+        elif ans.finish is None:
+            out.append(Error("network", "the stream ended without a terminal event; the answer "
+                             "is incomplete", retryable=True))
+        if len(out):
+            return [*out, Done("error")]
+        return [Done(ans.finish or "stop")]
+
+    def _wire_error(self, obj: dict) -> Error:
+        e = obj.get("error") or {}
+        status = obj.get("status")
+        code = str(e.get("code") or "")
+        msg = self._redact(f"{e.get('message') or 'error'}" + (f" ({code})" if code else ""))
+        where = f"the server ({ws_url(self.base_url)})"
+        if status in (401, 403) or code in ("invalid_api_key", "forbidden"):
+            return Error("auth", f"{where} refused the key: {msg} (check the API key variable)")
+        if status == 429 or code == "rate_limit_exceeded":
+            return Error("rate_limit", f"{where} rate limited the request: {msg}", retryable=True)
+        if isinstance(status, int) and status >= 500:
+            return Error("http", f"{where} failed: {msg}", retryable=True)
+        return Error("http", f"{where} refused the request: {msg}")
+
+    def _upgrade_error(self, exc: InvalidStatus) -> Error:
+        r = exc.response
+        code = r.status_code
+        try:
+            detail = json.loads(r.body or b"{}").get("error", {})
+            detail = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+        except (ValueError, AttributeError):
+            detail = (r.body or b"").decode("utf-8", "replace").strip()
+        detail = self._redact(f": {detail[:300]}" if detail else "")
+        host = ws_url(self.base_url).split("/")[2]
+        if code in (401, 403):
+            return Error("auth", f"HTTP {code} from {host}{detail} (check the API key variable)")
+        if code == 429:
+            return Error("rate_limit", f"HTTP 429 rate limited by {host}{detail}", retryable=True)
+        return Error("http", f"HTTP {code} from {host}{detail}", retryable=code >= 500)
+
+    # -- steering --------------------------------------------------------------------------
+    async def steer(self, req: Request) -> AsyncIterator[Event]:
+        """Send the request's last message to the running answer as `response.steer`. Returns
+        the successor's events once the server accepted; raises SteerRefused otherwise."""
+        sock = self._streaming
+        if self.use_sse or sock is None or sock.active_id is None or not sock.usable():
+            raise SteerRefused("no answer is streaming on a WebSocket")
+        items = [message("user", req.messages[-1]["content"])]
+        wait = sock.steer_wait = asyncio.get_running_loop().create_future()
+        try:
+            await sock.ws.send(json.dumps({"type": "response.steer",
+                                           "previous_response_id": sock.active_id,
+                                           "input": items}))
+            async with asyncio.timeout(self.steer_timeout):
+                ack = await wait
+        except (TimeoutError, ConnectionClosed) as exc:
+            raise SteerRefused(f"the steer got no answer ({_reason(exc)})") from None
+        finally:
+            sock.steer_wait = None
+        if ack.get("type") != "response.steer.accepted":
+            if self._streaming is not sock:  # the answer ended meanwhile: the socket is free
+                self.pool.release(sock)
+            e = ack.get("error") or {}
+            raise SteerRefused(self._redact(str(e.get("message") or e.get("code") or ack)))
+        return self._successor(sock, items)
+
+    async def _successor(self, sock: Socket, items: list[dict]) -> AsyncIterator[Event]:
+        ans = _Answer()
+        fields = sock.active_fields or {}
+        # the conversation the successor continues: the steered request, its answer as the
+        # server kept it (everything streamed before the cut), then the steering input
+        steered_input = [*(sock.active_input or []),
+                         message("assistant", "".join(sock.active_text)), *items]
+        finished = False
+        try:
+            async with sock.reading:  # the steered answer has read its last frame
+                self._streaming = sock
+                sock.active_id, sock.active_input = None, steered_input
+                prefill = fields.get("prefill", "")
+                sock.active_text = [prefill] if prefill else []
+                async for ev in self._consume(sock, ans):
+                    yield ev
+            finished = True
+        finally:
+            if not finished:
+                self.pool.discard(sock)
+                self._streaming = None
+        for ev in self._finish(sock, ans, fields, steered_input):
+            yield ev
+
+    # -- the HTTP fallback -----------------------------------------------------------------
+    async def _stream_sse(self, fields: dict, items: list[dict]) -> AsyncIterator[Event]:
+        base, key = await self._endpoint()
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(connect=self.connect_timeout, read=self.stall_timeout,
+                                      write=30.0, pool=30.0),
+                verify=self._ssl if self._ssl is not None else True)  # type: ignore[arg-type]
+        headers = {"Accept": "text/event-stream"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        body = {**fields, "input": items, "stream": True}
+        url = f"{base}/responses"
+        attempt = 0
+        while True:
+            ans = _Answer()
+            retry_after: float | None = None
+            try:
+                async with self._http.stream("POST", url, json=body, headers=headers) as resp:
+                    yield Connected()
+                    ans.connected = True
+                    if resp.status_code != 200:
+                        err = await _http_error(resp)
+                        err.message = self._redact(err.message)
+                        if err.retryable and attempt < self.retries:
+                            retry_after = _retry_after(resp, attempt)
+                        else:
+                            yield err
+                            yield Done("error")
+                            return
+                    else:
+                        async for data in _sse_data(resp):
+                            try:
+                                obj = json.loads(data)
+                                obj["type"]
+                            except (ValueError, KeyError, TypeError):
+                                ans.error = Error("protocol", self._redact(
+                                    f"the server sent a malformed event: {data[:120]!r}"))
+                                break
+                            events, done = self._on_event(obj, ans)
+                            for ev in events:
+                                if type(ev) is not Connected:
+                                    yield ev
+                            if done:
+                                break
+            except httpx.ReadTimeout:
+                yield Error("stall", f"no data from {url} for {self.stall_timeout:g} s; the "
+                            "answer was cut off", retryable=True)
+                yield Done("error")
+                return
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if attempt < self.retries:
+                    retry_after = _backoff(attempt)
+                else:
+                    yield Error("network", f"cannot connect to {url}: {_reason(exc)}", retryable=True)
+                    yield Done("error")
+                    return
+            except httpx.HTTPError as exc:
+                ans.error = ans.error or Error("network", f"the connection to {url} dropped "
+                                               f"mid-answer ({_reason(exc)}); the answer is "
+                                               "incomplete", retryable=True)
+            if retry_after is not None:
+                attempt += 1
+                await asyncio.sleep(retry_after)
+                continue
+            if ans.wire_error is not None:
+                yield self._wire_error(ans.wire_error)
+                yield Done("error")
+            elif ans.error is not None:
+                yield ans.error
+                yield Done("error")
+            elif ans.finish is None:
+                yield Error("network", "the stream ended without a terminal event; the answer is "
+                            "incomplete", retryable=True)
+                yield Done("error")
+            else:
+                yield Done(ans.finish)
+            return
+
+
+def _retry_after_ws(exc: InvalidStatus, attempt: int) -> float:
+    try:
+        return min(float(exc.response.headers.get("Retry-After", "")), 20.0)
+    except ValueError:
+        return _backoff(attempt)
+
+
+def _retry_after_event(obj: dict, attempt: int) -> float:
+    headers = (obj.get("error") or {}).get("headers") or {}
+    value = {k.lower(): v for k, v in headers.items()}.get("retry-after", "")
+    try:
+        return min(float(value), 20.0)
+    except ValueError:
+        return _backoff(attempt)

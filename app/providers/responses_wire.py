@@ -1,0 +1,154 @@
+"""The OpenAI Responses API on the wire: what steer sends and what `steer serve` answers.
+
+One place for the JSON shapes both sides of the WebSocket (and the SSE fallback) use, so the
+client and the server cannot drift apart; tests validate every shape here against the event
+models of the official `openai` package. Frames are plain dicts (or pre-formatted strings on
+the hot path): pydantic per token would cost more than the rest of the stream.
+
+steer's extension, understood by `steer serve` only: `prefill` in `response.create` is the
+answer's first characters; the model continues from them and they are not streamed back (the
+client already shows them). An automatic successor (a steered response) inherits it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+# -- client side: chat messages <-> Responses input ---------------------------------------------
+
+
+def to_input(messages: list[dict[str, str]]) -> tuple[str | None, list[dict]]:
+    """(instructions, input items) for chat-style messages: system messages become
+    `instructions` (sent with every request: they are never carried over by
+    previous_response_id), the rest EasyInputMessage items."""
+    system = [m["content"] for m in messages if m["role"] in ("system", "developer")]
+    items = [message(m["role"], m["content"]) for m in messages
+             if m["role"] not in ("system", "developer")]
+    return ("\n\n".join(system) if system else None), items
+
+
+def message(role: str, content: str) -> dict:
+    return {"type": "message", "role": role, "content": content}
+
+
+def from_input(raw: object) -> list[dict[str, str]]:
+    """Input (a string or items) as chat messages {role, content}, for a chat template.
+    Raises ValueError on shapes steer serve does not take (tool outputs, images)."""
+    if isinstance(raw, str):
+        return [{"role": "user", "content": raw}]
+    if not isinstance(raw, list):
+        raise ValueError("input must be a string or a list of items")
+    out = []
+    for item in raw:
+        if not isinstance(item, dict) or item.get("type", "message") != "message":
+            raise ValueError("only message items are supported")
+        role, content = item.get("role"), item.get("content")
+        if role not in ("user", "assistant", "system", "developer"):
+            raise ValueError(f"unknown role {role!r}")
+        if isinstance(content, list):
+            texts = []
+            for part in content:
+                if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text"):
+                    raise ValueError("only text content parts are supported")
+                texts.append(str(part.get("text", "")))
+            content = "".join(texts)
+        if not isinstance(content, str):
+            raise ValueError("message content must be text")
+        out.append({"role": "system" if role == "developer" else role, "content": content})
+    return out
+
+
+# -- server side: events ------------------------------------------------------------------------
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def response_object(rid: str, model: str, *, status: str, text: str | None = None,
+                    msg_id: str | None = None, created_at: float | None = None,
+                    settings: dict | None = None, previous_response_id: str | None = None,
+                    usage: tuple[int, int] | None = None, incomplete_reason: str | None = None,
+                    error: tuple[str, str] | None = None) -> dict:
+    """A `response` object as the Responses API returns it; `text` None = no output yet."""
+    s = settings or {}
+    output = []
+    if text is not None and msg_id is not None:
+        output.append({"id": msg_id, "type": "message", "role": "assistant",
+                       "status": "completed" if status == "completed" else "incomplete",
+                       "content": [{"type": "output_text", "text": text, "annotations": [],
+                                    "logprobs": []}]})
+    return {
+        "id": rid, "object": "response", "created_at": created_at or time.time(), "status": status,
+        "model": model, "output": output, "parallel_tool_calls": False, "tool_choice": "none",
+        "tools": [], "instructions": s.get("instructions"),
+        "max_output_tokens": s.get("max_output_tokens"), "temperature": s.get("temperature"),
+        "previous_response_id": previous_response_id,
+        "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
+        "error": {"code": error[0], "message": error[1]} if error else None,
+        "usage": None if usage is None else {
+            "input_tokens": usage[0], "output_tokens": usage[1], "total_tokens": sum(usage),
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0}},
+    }
+
+
+class EventWriter:
+    """Numbers the events of one connection (or one SSE stream) and formats them."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+
+    def event(self, type_: str, **fields: object) -> str:
+        obj = {"type": type_, "sequence_number": self.seq, **fields}
+        self.seq += 1
+        return json.dumps(obj, separators=(",", ":"))
+
+    def delta(self, item_id: str, text: str) -> str:
+        # the hot path: one per token
+        s = (f'{{"type":"response.output_text.delta","sequence_number":{self.seq},'
+             f'"item_id":"{item_id}","output_index":0,"content_index":0,'
+             f'"delta":{json.dumps(text)},"logprobs":[]}}')
+        self.seq += 1
+        return s
+
+    def opening(self, response: dict, msg_id: str) -> list[str]:
+        """created, in_progress, and the empty message the deltas go into."""
+        return [
+            self.event("response.created", response=response),
+            self.event("response.in_progress", response=response),
+            self.event("response.output_item.added", output_index=0, item={
+                "id": msg_id, "type": "message", "role": "assistant", "status": "in_progress",
+                "content": []}),
+            self.event("response.content_part.added", item_id=msg_id, output_index=0,
+                       content_index=0, part={"type": "output_text", "text": "",
+                                              "annotations": [], "logprobs": []}),
+        ]
+
+    def closing(self, response: dict, msg_id: str, text: str) -> list[str]:
+        """The text's done events and the response's terminal event (completed, incomplete
+        or failed, as its status says)."""
+        status = response["status"]
+        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        terminal = {"completed": "response.completed", "incomplete": "response.incomplete",
+                    "failed": "response.failed"}[status]
+        return [
+            self.event("response.output_text.done", item_id=msg_id, output_index=0,
+                       content_index=0, text=text, logprobs=[]),
+            self.event("response.content_part.done", item_id=msg_id, output_index=0,
+                       content_index=0, part=part),
+            self.event("response.output_item.done", output_index=0, item={
+                "id": msg_id, "type": "message", "role": "assistant",
+                "status": "completed" if status == "completed" else "incomplete",
+                "content": [part]}),
+            self.event(terminal, response=response),
+        ]
+
+    def error(self, code: str, message: str, *, status: int = 400, param: str | None = None,
+              type_: str = "invalid_request_error", headers: dict[str, str] | None = None) -> str:
+        err: dict = {"type": type_, "code": code, "message": message, "param": param}
+        if headers:
+            err["headers"] = headers
+        return self.event("error", status=status, error=err)

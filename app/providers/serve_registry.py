@@ -1,0 +1,107 @@
+"""Where a running `steer serve` is found, and the token that opens it.
+
+`$XDG_STATE_HOME/steer/serve.json` (mode 0600) holds a random token, made on first use and
+kept, and the servers running a model: {model path: {host, port, pid}}. `steer serve`
+requires the token as Bearer on every connection; the `local` provider reads it, finds the
+server for its model (checking the pid and a health request), or starts one and waits for
+it to register. An flock on serve.lock makes read-modify-write safe between processes, and
+makes two steers starting at once share one server instead of starting two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def state_dir() -> Path:
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return base / "steer"
+
+
+def state_file() -> Path:
+    return state_dir() / "serve.json"
+
+
+@contextlib.contextmanager
+def locked(name: str = "serve.lock") -> Iterator[None]:
+    """Exclusive, across processes, for as long as the block runs."""
+    d = state_dir()
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(d / name, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def read() -> dict:
+    try:
+        data = json.loads(state_file().read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(data: dict) -> None:
+    path = state_file()
+    tmp = path.with_name(f".serve.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def token() -> str:
+    """The token, made (and saved 0600) on first use."""
+    with locked():
+        data = read()
+        if not isinstance(data.get("token"), str) or len(data["token"]) < 32:
+            data["token"] = secrets.token_urlsafe(32)
+            _write(data)
+        elif state_file().stat().st_mode & 0o077:
+            os.chmod(state_file(), 0o600)  # someone widened it: the token is for this user only
+        return data["token"]
+
+
+def register(model_path: str, host: str, port: int, pid: int) -> None:
+    with locked():
+        data = read()
+        data.setdefault("token", secrets.token_urlsafe(32))
+        servers = data.get("servers") if isinstance(data.get("servers"), dict) else {}
+        servers[model_path] = {"host": host, "port": port, "pid": pid}
+        data["servers"] = servers
+        _write(data)
+
+
+def unregister(model_path: str, pid: int) -> None:
+    with locked():
+        data = read()
+        servers = data.get("servers") or {}
+        if isinstance(servers, dict) and (servers.get(model_path) or {}).get("pid") == pid:
+            del servers[model_path]
+            _write(data)
+
+
+def lookup(model_path: str) -> dict | None:
+    entry = (read().get("servers") or {}).get(model_path)
+    return entry if isinstance(entry, dict) and {"host", "port", "pid"} <= entry.keys() else None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
