@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from app.config import PROVIDERS, ConfigError, load_settings
+from app.core.faults import stop_point
 
 EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_EDITS = 0, 2, 3, 4
 FORMATS = ("auto", "apply_patch", "search_replace", "whole")
@@ -163,6 +164,7 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
         if pending.errors:
             code = EXIT_EDITS
         if args.accept == "all":
+            stop_point("run:accepting")
             outcome = _accept_all(session.review, ws)
             state["outcome"] = outcome
             if not outcome.ok:
