@@ -20,6 +20,10 @@ def main(argv: list[str]) -> int:
     t.add_argument("--rates", default="1000,5000,20000,0")
     t.add_argument("--tokens", type=int, default=20_000)
     t.add_argument("--esc-trials", type=int, default=20)
+    c = sub.add_parser("cas", help="the write window left for a save to be lost (Workspace.swap)")
+    c.add_argument("--sizes", default="1000,64000,1000000", help="file sizes in bytes")
+    c.add_argument("--writes", type=int, default=1000, help="writes per file size and mode")
+    c.add_argument("--dir", help="where to write (default: the temp dir; pick your repo's disk)")
     args = p.parse_args(argv)
     if args.which == "engine":
         from app.bench.engine import run
@@ -27,6 +31,9 @@ def main(argv: list[str]) -> int:
     elif args.which == "run":
         from app.bench.e2e import run
         result = run(repeat=args.repeat, edits=args.edits)
+    elif args.which == "cas":
+        from app.bench.cas import run
+        result = run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)
     else:
         from app.bench.tui import run
         result = run(rates=[float(x) for x in args.rates.split(",")], tokens=args.tokens,

@@ -490,6 +490,7 @@ class Workspace:
                 stop_point(f"swap:exchanged:{name}")
                 mark("check")
                 displaced = self._read_at(dfd, tmp)  # what was at `name` the instant we swapped
+                mark("checked")
                 if displaced.same(expect):
                     os.unlink(tmp, dir_fd=dfd)
                     mark("done")
@@ -498,6 +499,7 @@ class Workspace:
         # no exchange: check, then rename at once; `steer bench cas` measures the window
         mark("check")
         found = self._read_at(dfd, name)
+        mark("checked")
         if not found.same(expect):
             raise Changed(rel, found)
         os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
