@@ -26,12 +26,12 @@ from textual.widgets import Footer, Header, Input, ListItem, ListView, Static
 from app.config import Settings
 from app.core import repo, watch
 from app.core.diff import OPEN, HunkState, PendingDiff
-from app.core.journal import UndoRefused
+from app.core.journal import Journal, UndoRefused
 from app.core.prompts import fence_lang
 from app.core.provider import Provider
 from app.core.review import AcceptPlan, Outcome, Review
 from app.core.session import ContextError, Session, Turn
-from app.core.workspace import Workspace
+from app.core.workspace import Busy, Workspace
 from app.run_output import status_text
 from app.ui.diff_view import DiffView, warm_lexer
 from app.ui.file_tree import FileTree
@@ -193,6 +193,19 @@ class SteerApp(App):
             self.run_worker(self.session.provider.warm(), group="warm")
         if self.watch_files:
             self.run_worker(self._watch(), group="watch")
+        self.run_worker(self._recover(), group="recover")
+
+    async def _recover(self) -> None:
+        """An accept or undo a crash left half-done (journal) is completed before anything."""
+        try:
+            done = await asyncio.to_thread(Journal.for_workspace(self.ws).recover, self.ws)
+        except (Busy, OSError) as exc:
+            self.notify(f"an interrupted accept or undo is not complete: {exc}", severity="error")
+            return
+        for e in done:
+            notes = "".join(f"; {n}" for n in e.notes)
+            self.notify(f"completed an interrupted {e.op}: {e.label}{notes}", severity="warning",
+                        timeout=10)
 
     def on_resize(self, event) -> None:
         # narrow terminals: a slimmer tree and side pane, then no tree (c and @path still work)
@@ -614,8 +627,7 @@ class SteerApp(App):
         review = self.session.review
         assert review is not None
         async with self._write_lock:  # one write at a time; the disk part runs in a thread
-            plan = await asyncio.to_thread(review.execute, plan)
-            out = review.commit(plan)
+            out = await review.apply_async(plan)
         for msg in out.messages:
             self.notify(msg, severity="warning", timeout=6)
         if out.accepted:
@@ -645,11 +657,9 @@ class SteerApp(App):
             self.notify("nothing to undo in this session", timeout=3)
             return
         try:
-            entry = review.undo_entry()
             async with self._write_lock:
-                await asyncio.to_thread(review.journal.undo, self.ws, entry)
-            label = review.undo_commit()
-        except UndoRefused as exc:
+                label = await review.undo_async()
+        except (UndoRefused, Busy, OSError) as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return
         self.notify(f"undone: {label}", timeout=3)
