@@ -224,7 +224,7 @@ def cmd_undo(argv: list[str]) -> int:
                    help="let undo write files that are read-only")
     args = p.parse_args(argv)
     from app.core.journal import Journal, UndoRefused
-    from app.core.workspace import Busy, PathRefused, Workspace
+    from app.core.workspace import Workspace
 
     ws = Workspace(find_root(Path(args.directory).resolve()), allow_read_only=args.allow_read_only)
     journal = Journal.for_workspace(ws)
@@ -247,8 +247,8 @@ def cmd_undo(argv: list[str]) -> int:
     except UndoRefused as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_EDITS
-    except (Busy, PathRefused, OSError) as exc:
-        print(f"steer: undo stopped: {exc}", file=sys.stderr)
+    except Exception as exc:  # a lock held too long, a full disk, a lost blob: no traceback
+        print(f"steer: undo stopped: {type(exc).__name__}: {exc}", file=sys.stderr)
         _finish_interrupted(ws)
         return EXIT_EDITS
     _report_step(entry)

@@ -389,3 +389,29 @@ def test_read_only_files_need_the_flag(repo):
     assert out.returncode == 0, out.stderr
     assert (repo / "f.txt").read_text() == EXPECTED
     assert stat.S_IMODE((repo / "f.txt").stat().st_mode) == 0o444
+
+
+def test_a_journal_that_cannot_be_written_means_nothing_is_written(repo):
+    journal = repo / ".git" / "steer" / "journal"
+    journal.mkdir(parents=True)
+    try:
+        immutable(journal, True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("chattr +i is not available here")
+    try:
+        with served() as server:
+            out = steer(repo, *run_args(server, "--accept", "all"))
+    finally:
+        immutable(journal, False)
+    assert out.returncode == 4 and "Traceback" not in out.stderr
+    assert "nothing written" in out.stderr and clean(repo)
+
+
+def test_undo_with_a_lost_journal_blob_says_so(repo):
+    with served() as server:
+        assert steer(repo, *run_args(server, "--accept", "all")).returncode == 0
+    for blob in (repo / ".git" / "steer" / "journal" / "blobs").iterdir():
+        blob.unlink()
+    undo = steer(repo, "undo")
+    assert undo.returncode == 4 and "Traceback" not in undo.stderr and "undo stopped" in undo.stderr
+    assert (repo / "f.txt").read_text() == EXPECTED

@@ -383,3 +383,27 @@ def test_a_torn_step_is_never_skipped(ws):
     assert [e.id for e in done] == [torn.id] and read(ws) == "torn\n"
     journal.undo(ws)
     assert read(ws) == SRC.replace("line 3\n", "line three\n").replace("line 15\n", "line fifteen\n")
+
+
+def test_a_file_with_a_long_non_ascii_name_is_written_and_undone(tmp_path):
+    name = "é" * 120 + ".txt"  # 244 bytes: a temp name built from it must stay under 255
+    ws = Workspace(init_repo(tmp_path / "r", {name: SRC}))
+    review = Review(ws, stream(ws, sr(name, "line 3\n", "three\n"), context=[name]))
+    assert review.accept_all().ok
+    assert read(ws, name) == SRC.replace("line 3\n", "three\n")
+    review.undo()
+    assert read(ws, name) == SRC and sorted(p.name for p in ws.root.iterdir()) == [".git", name]
+
+
+def test_a_torn_step_with_a_lost_blob_does_not_wedge_later_accepts(ws):
+    journal = Journal.for_workspace(ws)
+    from app.core.workspace import Content
+    torn = journal.begin("accept", "torn", [("f.txt", Content(data=SRC.encode()),
+                                             Content(data=b"lost\n"))])
+    for blob in journal.blobs.iterdir():
+        if blob.read_bytes() == b"lost\n":
+            blob.unlink()
+    out = Review(ws, stream(ws, TWO_EDITS, context=["f.txt"])).accept_all()
+    assert out.ok and len(out.accepted) == 2, out
+    assert any("not written" in n for n in out.recovered)
+    assert journal.torn() == [] and torn.id in {e.id for e in journal.entries() if e.done}

@@ -70,6 +70,16 @@ class UndoRefused(RuntimeError):
     pass
 
 
+class StepFailed(RuntimeError):
+    """A step stopped after its begin record (the journal's disk failed, or a bug): the files
+    it wrote are in its Writes; recovery completes it on the next write or undo."""
+
+    def __init__(self, entry: Entry, cause: BaseException) -> None:
+        self.entry = entry
+        super().__init__(f"the {entry.op} stopped half-way ({cause}); the next steer write or "
+                         "undo completes it")
+
+
 @dataclass(eq=False)
 class Write:
     """One file's change in a step. `redo` re-plans it when the file turned out to hold
@@ -189,15 +199,18 @@ class Journal:
         The caller holds `ws.lock()` (taken here too; it is re-entrant)."""
         with ws.lock():
             entry = self.begin(op, label, [(w.path, w.before, w.after) for w in writes], target)
-            for w in writes:
-                if w.requires is not None and not w.requires.written:
-                    w.why = f"{w.path}: not done because {w.requires.path} was not written"
-                    continue
-                stop_point(f"{op}:before:{w.path}")
-                self._write(ws, entry, w)
-                stop_point(f"{op}:after:{w.path}")
-            self.commit(entry, [w.path for w in writes if w.written],
-                        [w.why for w in writes if not w.written and w.why])
+            try:
+                for w in writes:
+                    if w.requires is not None and not w.requires.written:
+                        w.why = f"{w.path}: not done because {w.requires.path} was not written"
+                        continue
+                    stop_point(f"{op}:before:{w.path}")
+                    self._write(ws, entry, w)
+                    stop_point(f"{op}:after:{w.path}")
+                self.commit(entry, [w.path for w in writes if w.written],
+                            [w.why for w in writes if not w.written and w.why])
+            except Exception as exc:
+                raise StepFailed(entry, exc) from exc
             return entry
 
     def _write(self, ws: Workspace, entry: Entry, w: Write) -> None:
@@ -218,7 +231,7 @@ class Journal:
                 w.before, w.after = ch.found, after
                 self.amend(entry, w.path, w.before, w.after)
             except (PathRefused, OSError) as exc:
-                w.why = f"{w.path}: not written: {_reason(exc)}"
+                w.why = f"{w.path}: not written: {reason(exc)}"
                 return
         w.why = f"{w.path} kept changing on disk while steer tried to write it; not written"
 
@@ -301,8 +314,8 @@ class Journal:
     def _complete(self, ws: Workspace, e: Entry) -> None:
         written, notes = [], []
         for fc in e.files:
-            before, after = self.content(fc, "before"), self.content(fc, "after")
             try:
+                before, after = self.content(fc, "before"), self.content(fc, "after")
                 notes += ws.sweep(fc.path, e.id, before, after)
                 now = ws.read(fc.path)
                 if not now.same(after):
@@ -313,7 +326,7 @@ class Journal:
                     ws.swap(fc.path, before, after, tag=e.id)
                 written.append(fc.path)
             except (Changed, PathRefused, OSError) as exc:
-                notes.append(f"{fc.path}: not written: {_reason(exc)}")
+                notes.append(f"{fc.path}: not written: {reason(exc)}")
         self.commit(e, written, notes)
 
     # -- undo ------------------------------------------------------------------------------
@@ -385,7 +398,7 @@ class Journal:
         return Content(data=encode(merged, cur_fmt, cur_lines), mode=now.mode)
 
 
-def _reason(exc: BaseException) -> str:
+def reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc)

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.core.diff import OPEN, FileDiff, Hunk, HunkState, PendingDiff
-from app.core.journal import Entry, Journal, UndoRefused, Write
+from app.core.journal import Entry, Journal, StepFailed, UndoRefused, Write, reason
 from app.core.linediff import Change, apply_changes, line_diff, rebase
 from app.core.textfile import NotText, TextFormat, decode, encode
-from app.core.workspace import ABSENT, Content, PathRefused, Workspace
+from app.core.workspace import ABSENT, Busy, Content, PathRefused, Workspace
 
 
 @dataclass
@@ -294,10 +294,15 @@ class Review:
         accept or undo left by a crash is completed first."""
         if not plan.merges:
             return plan
-        with self.ws.lock():
-            plan.recovered = self.journal.recover(self.ws)
-            entry = self.journal.perform(self.ws, "accept", plan.label, plan.writes)
-        plan.entry_id = entry.id
+        try:
+            with self.ws.lock():
+                plan.recovered = self.journal.recover(self.ws)
+                plan.entry_id = self.journal.perform(self.ws, "accept", plan.label, plan.writes).id
+        except StepFailed as exc:  # some files may be written: commit says which
+            plan.entry_id = exc.entry.id
+            plan.outcome.messages.append(str(exc))
+        except (Busy, OSError) as exc:  # before anything was written
+            plan.outcome.messages.append(f"nothing written: {reason(exc)}")
         return plan
 
     def commit(self, plan: AcceptPlan) -> Outcome:
@@ -307,7 +312,7 @@ class Review:
             out.recovered.extend(e.notes)
         if plan.entry_id is None:
             if plan.merges:
-                self._conflict(out, [h for h, _ in plan.decided], "the accept did not run")
+                self._conflict(out, [h for h, _ in plan.decided], "not written", quiet=True)
             return out
         for w in plan.writes:
             if w.written and not w.before.same(w.after):

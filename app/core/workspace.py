@@ -113,6 +113,19 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _short(name: str, limit: int) -> str:
+    """`name` cut to `limit` bytes (file names are limited in bytes, not characters)."""
+    return os.fsencode(name)[:limit].decode("utf-8", "ignore") or "f"
+
+
+def _tmp_head(name: str, tag: str) -> str:
+    return f".{_short(name, 96)}.{tag}."
+
+
+def _rescue_name(name: str, tag: str) -> str:
+    return f"{_short(name, 200)}.steer-saved-{tag}"
+
+
 def is_git_dir(path: Path) -> bool:
     """git's own test (setup.c is_git_directory): HEAD, objects/ and refs/ together. Catches
     bare repositories and git dirs under any name, not only `.git`."""
@@ -419,7 +432,7 @@ class Workspace:
 
     @staticmethod
     def tmp_name(name: str, tag: str) -> str:
-        return f".{name[:96]}.{tag}.{secrets.token_hex(4)}{TMP_SUFFIX}"
+        return f"{_tmp_head(name, tag)}{secrets.token_hex(4)}{TMP_SUFFIX}"
 
     def _stage(self, dfd: int, name: str, new: Content, expect: Content, tag: str) -> str:
         tmp = self.tmp_name(name, tag)
@@ -513,7 +526,7 @@ class Workspace:
         if back.same(new) or not back.exists:
             return Changed(rel, displaced)
         # yet another save landed at `name` in between: keep it under a name of its own
-        rescued = f"{name}.steer-saved-{tag}"
+        rescued = _rescue_name(name, tag)
         os.rename(tmp, rescued, src_dir_fd=dfd, dst_dir_fd=dfd)
         return Changed(rel, displaced, rescued=str(PurePosixPath(rel).with_name(rescued)))
 
@@ -538,7 +551,7 @@ class Workspace:
         try:
             self.place_new(dfd, aside, name)
         except FileExistsError:
-            rescued = f"{name}.steer-saved-{tag}"
+            rescued = _rescue_name(name, tag)
             os.rename(aside, rescued, src_dir_fd=dfd, dst_dir_fd=dfd)
             raise Changed(rel, found, rescued=str(PurePosixPath(rel).with_name(rescued))) from None
         raise Changed(rel, found)
@@ -548,7 +561,7 @@ class Workspace:
         and the original it displaced go (the journal holds both); a save by someone else that
         the swap had displaced goes back to `rel`, or beside it if `rel` changed again."""
         name = rel.rsplit("/", 1)[-1]
-        head = f".{name[:96]}.{tag}."
+        head = _tmp_head(name, tag)
         try:
             dfd = self._open_dir(rel)
         except (FileNotFoundError, PathRefused):
@@ -572,7 +585,7 @@ class Workspace:
                         raise FileExistsError(errno.EEXIST, "exists", name)
                     notes.append(f"{rel}: a save made while steer was writing it was put back")
                 except FileExistsError:
-                    rescued = f"{name}.steer-saved-{tag}"
+                    rescued = _rescue_name(name, tag)
                     os.rename(left, rescued, src_dir_fd=dfd, dst_dir_fd=dfd)
                     notes.append(f"{rel}: a save made while steer was writing it is kept as "
                                  f"{PurePosixPath(rel).with_name(rescued)}")
