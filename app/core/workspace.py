@@ -520,15 +520,21 @@ class Workspace:
 
     def _give_back(self, dfd: int, tmp: str, name: str, rel: str, displaced: Content,
                    new: Content, tag: str) -> Changed:
-        """A save raced the exchange: exchange again so that it is back at `name`."""
-        _rename2(dfd, tmp, name, RENAME_EXCHANGE)
-        back = self._read_at(dfd, tmp)
-        if back.same(new) or not back.exists:
+        """A save raced the exchange and was displaced: put it back at `name`."""
+        try:
+            _rename2(dfd, tmp, name, RENAME_EXCHANGE)
+        except FileNotFoundError:  # `name` was deleted meanwhile: the save goes back alone
+            self.place_new(dfd, tmp, name)
             return Changed(rel, displaced)
-        # yet another save landed at `name` in between: keep it under a name of its own
+        back = self._read_at(dfd, tmp)
+        if back.same(new):
+            return Changed(rel, displaced)  # `swap` removes steer's file, now at `tmp`
+        # another save landed on steer's file in between: it is the newest, so it goes back
+        # at `name`; the older one is kept beside it, never dropped
+        _rename2(dfd, tmp, name, RENAME_EXCHANGE)
         rescued = _rescue_name(name, tag)
         os.rename(tmp, rescued, src_dir_fd=dfd, dst_dir_fd=dfd)
-        return Changed(rel, displaced, rescued=str(PurePosixPath(rel).with_name(rescued)))
+        return Changed(rel, back, rescued=str(PurePosixPath(rel).with_name(rescued)))
 
     def _remove(self, dfd: int, name: str, rel: str, expect: Content, tag: str) -> None:
         """Delete `name` if it holds `expect`: move it aside atomically, check what was moved,
