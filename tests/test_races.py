@@ -309,3 +309,23 @@ def test_the_next_accept_completes_an_interrupted_one_first(tmp_path):
     assert all((root / f"f{i:03}.txt").read_text() == SRC.replace("line 3\n", "line three\n")
                for i in range(4))
     assert (root / "x.txt").read_text() == "X\n"
+
+
+def test_a_second_save_racing_the_give_back_stays_and_the_first_is_kept_beside(repo):
+    """Save D lands before the exchange (displaced), save X lands on steer's file right after
+    it: X is the newest and stays at f.txt (steer's hunk merged onto it), D is kept beside."""
+    with ServerThread(replay=sr("f.txt", "line 3\n", "line three\n")) as server:
+        child = Child(repo, *run_args(server), stop=["swap:staged:f.txt", "swap:exchanged:f.txt"])
+        child.wait_stopped()
+        first = SRC.replace("line 5\n", "line 5, first save\n")
+        save_in_place(repo / "f.txt", first)
+        child.resume()
+        child.wait_stopped()
+        second = SRC.replace("line 9\n", "line 9, second save\n")
+        save_in_place(repo / "f.txt", second)
+        child.resume()
+        rc, err = child.finish()
+    assert (repo / "f.txt").read_text() == second.replace("line 3\n", "line three\n")
+    (kept,) = [p for p in repo.iterdir() if "steer-saved" in p.name]
+    assert kept.read_text() == first
+    assert rc == 4 and kept.name in err

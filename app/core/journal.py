@@ -92,6 +92,7 @@ class Write:
     requires: Write | None = None  # written only if this one was (a move's deletion)
     written: bool = False
     why: str = ""
+    kept: str | None = None  # a save that raced the write, kept beside the file (its path)
 
 
 class Journal:
@@ -208,7 +209,9 @@ class Journal:
                     self._write(ws, entry, w)
                     stop_point(f"{op}:after:{w.path}")
                 self.commit(entry, [w.path for w in writes if w.written],
-                            [w.why for w in writes if not w.written and w.why])
+                            [w.why for w in writes if not w.written and w.why]
+                            + [f"{w.path}: a save made during the write is kept as {w.kept}"
+                               for w in writes if w.kept])
             except Exception as exc:
                 raise StepFailed(entry, exc) from exc
             return entry
@@ -223,10 +226,10 @@ class Journal:
                 w.written = True
                 return
             except Changed as ch:
-                rescued = f" ({ch.rescued} holds a save made during the write)" if ch.rescued else ""
+                w.kept = ch.rescued or w.kept
                 after = w.redo(ch.found) if w.redo is not None and ch.found.special is None else None
                 if after is None:
-                    w.why = w.why or f"{w.path} changed on disk while steer was writing it; not written{rescued}"
+                    w.why = w.why or f"{w.path} changed on disk while steer was writing it; not written"
                     return
                 w.before, w.after = ch.found, after
                 self.amend(entry, w.path, w.before, w.after)

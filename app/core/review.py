@@ -319,6 +319,8 @@ class Review:
                 out.written.append(w.path)
             elif not w.written:
                 out.not_written.append(w.why or f"{w.path}: not written")
+            if w.kept:
+                out.messages.append(f"{w.path}: a save made while steer wrote it is kept as {w.kept}")
         tx = _Tx(plan.entry_id, [])
         for m in plan.merges:
             late = dict(m.bad)  # hunks a re-plan at write time could not place
