@@ -282,6 +282,12 @@ class EditParser(StreamParser):
         why = "the answer stopped" if not complete else "the answer ended"
         if self.state in (OLD, NEW):
             out.append(EditEnd(False, f"{why} inside a SEARCH/REPLACE block"))
+        elif self.state == WHOLE and complete and self.nested:
+            # the answer is whole but the block never closed: its inner fences were not paired
+            # as they were read, and another reading would end the file elsewhere
+            out.append(EditEnd(False, f"the fences inside the code block for {self.path} do not "
+                               "pair up, so where the file ends is ambiguous; refused",
+                               refused=True))
         elif self.state == WHOLE:
             out.append(EditEnd(False, f"{why} inside the code block for {self.path}"))
         elif self.state == PATCH:
