@@ -147,11 +147,16 @@ def test_moving_a_symlink_is_refused(tmp_path):
     assert "symlink" in pending.errors[0].message and not pending.hunks
 
 
-@pytest.mark.parametrize("kind", ["fifo", "socket"])
-def test_fifos_and_sockets_are_refused_as_edit_targets(tmp_path, kind):
+@pytest.mark.parametrize("kind", ["fifo", "socket", "device"])
+def test_fifos_sockets_and_devices_are_refused_as_edit_targets(tmp_path, kind):
     root = init_repo(tmp_path / "r", {"ok.txt": "a\n"})
     if kind == "fifo":
         os.mkfifo(root / "special.txt")
+    elif kind == "device":
+        try:  # a character device like /dev/null (1, 3)
+            os.mknod(root / "special.txt", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except OSError:
+            pytest.skip("mknod is not permitted here")
     else:
         import socket
 
