@@ -407,3 +407,16 @@ def test_a_torn_step_with_a_lost_blob_does_not_wedge_later_accepts(ws):
     assert out.ok and len(out.accepted) == 2, out
     assert any("not written" in n for n in out.recovered)
     assert journal.torn() == [] and torn.id in {e.id for e in journal.entries() if e.done}
+
+
+def test_a_record_after_a_line_torn_by_a_crash_is_not_lost(ws):
+    pending = stream(ws, TWO_EDITS, context=["f.txt"])
+    Review(ws, pending).accept_all()
+    journal = Journal.for_workspace(ws)
+    with open(journal.file, "ab") as fh:
+        fh.write(b'{"rec":"commit","id":"half-writ')  # what a kill mid-append leaves
+    Review(ws, stream(ws, sr("f.txt", "line 1\n", "one\n"), context=["f.txt"])).accept_all()
+    assert [e.done for e in journal.entries()] == [True, True]
+    journal.undo(ws)
+    journal.undo(ws)
+    assert read(ws) == SRC

@@ -156,8 +156,11 @@ class Journal:
     def _append(self, record: dict) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         new = not self.file.exists()
-        with open(self.file, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        with open(self.file, "a+b") as fh:
+            if fh.seek(0, os.SEEK_END) and (fh.seek(-1, os.SEEK_END), fh.read(1))[1] != b"\n":
+                line = b"\n" + line  # a line torn by a crash must not swallow this record
+            fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
         if new:

@@ -8,10 +8,13 @@ then *exchanged* with the target in one atomic rename (Linux renameat2 RENAME_EX
 only then is the file that was displaced compared with what the caller expected. If it is not
 that (the user saved meanwhile), the exchange is undone and `Changed` says what was found:
 a save that lands at any instant is either the one that gets checked or it lands after steer's
-write, so no check-then-rename window is left for it. Without exchange support (another OS, an
-old filesystem) `swap` re-reads the target and renames right after; `steer bench cas` measures
-what remains of that window. Paths are walked from the root with O_NOFOLLOW directory fds, so
-a folder swapped for a symlink mid-way is refused, not followed.
+write, so no check-then-rename window is left for it. (What remains: a writer that opened
+the file before the exchange and writes into it after the check writes into the displaced
+file, as with any atomic save.) If yet another save lands on steer's file before the
+exchange is undone, that newest one stays and the displaced one is kept beside it, never
+dropped. Without exchange support (another OS, an old filesystem) `swap` re-reads the target
+and renames right after; `steer bench cas` measures that window. Paths are walked from the
+root with O_NOFOLLOW directory fds, so a folder swapped for a symlink is refused, not followed.
 
 Only the review's accept, the journal's undo and its crash recovery call `swap`, and they hold
 `lock()` (one lock per repository, shared by every steer process) across their check-and-swap.
