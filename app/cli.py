@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
 
 from app.config import PROVIDERS, ConfigError, load_settings
+from app.core.faults import stop_point
 
 EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_EDITS = 0, 2, 3, 4
 FORMATS = ("auto", "apply_patch", "search_replace", "whole")
@@ -56,13 +58,18 @@ def settings_from(args: argparse.Namespace):
 
 # -- steer run ---------------------------------------------------------------------------------
 def _run_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="steer run", description="Run one instruction and print the resulting diff.")
+    p = _Parser(prog="steer run", description="Run one instruction and print the resulting diff.",
+                epilog="exit codes: 0 done, 2 usage or configuration, 3 the answer failed or was "
+                       "cut short (nothing written), 4 an edit was refused or conflicted, or a "
+                       "file could not be written (the others were; see the report)")
     p.add_argument("instruction")
     p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH",
                    help="add a file to the model's context (repeatable)")
     p.add_argument("-C", dest="directory", default=".", help="work in this directory")
     p.add_argument("--accept", choices=("all", "none"), default="none",
                    help="write the proposal to disk (default: none, only print it)")
+    p.add_argument("--allow-read-only", action="store_true",
+                   help="let edits write files that are read-only (mode without write bits)")
     p.add_argument("--json", action="store_true", help="print a JSON report instead of the diff")
     p.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer to stderr")
     p.add_argument("--agent-permissions", choices=("reject", "allow"), default="reject",
@@ -71,24 +78,61 @@ def _run_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _lenient_stdout() -> None:
+    # an answer may hold text no encoding can write (a lone surrogate): show it escaped
+    with contextlib.suppress(AttributeError, ValueError):
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
 def cmd_run(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)
+    _lenient_stdout()
+    from app.core.workspace import Workspace
+
+    ws = Workspace(find_root(Path(args.directory).resolve()), allow_read_only=args.allow_read_only)
+    state: dict = {}
     try:
-        return asyncio.run(_run(args))
+        return asyncio.run(_run(args, ws, state))
     except KeyboardInterrupt:
-        print("\nsteer: interrupted; nothing was written", file=sys.stderr)
+        if "outcome" in state:
+            print("\nsteer: interrupted after the accept; see above for what was written",
+                  file=sys.stderr)
+        elif not _finish_interrupted(ws):
+            print("\nsteer: interrupted; nothing was written", file=sys.stderr)
         return 130
 
 
-async def _run(args: argparse.Namespace) -> int:
+def _finish_interrupted(ws) -> bool:
+    """Complete a step this process left open (the journal's recovery); report it. True when
+    there was one."""
+    from app.core.journal import Journal
+
+    try:
+        done = Journal.for_workspace(ws).recover(ws)
+    except Exception as exc:  # the next steer command completes it; say so
+        print(f"steer: the interrupted write is not complete ({exc}); any steer command that "
+              "writes, or `steer undo`, completes it", file=sys.stderr)
+        return True
+    for e in done:
+        _report_step(e, "completed an interrupted step: ")
+    return bool(done)
+
+
+def _report_step(entry, prefix: str = "") -> None:
+    verb = "reverted" if entry.op == "undo" else "wrote"
+    print(f"steer: {prefix}{entry.label} ({verb} {', '.join(entry.written) or 'no file'})",
+          file=sys.stderr)
+    for note in entry.notes:
+        print(f"steer: {note}", file=sys.stderr)
+
+
+async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     from app.core.session import ContextError, Session
-    from app.core.workspace import Workspace
     from app.providers.factory import build_provider
     from app.view.live import LiveStatus, report
     from app.view.render import unified
 
     cwd = Path(args.directory).resolve()
-    ws = Workspace(find_root(cwd))
     try:
         settings = settings_from(args)
         provider = build_provider(settings, cwd=ws.root)
@@ -129,17 +173,15 @@ async def _run(args: argparse.Namespace) -> int:
         if pending.errors:
             code = EXIT_EDITS
         if args.accept == "all":
-            outcome = session.review.accept_all()
-            if outcome.conflicts or outcome.messages:
+            stop_point("run:accepting")
+            outcome = _accept_all(session.review, ws)
+            state["outcome"] = outcome
+            if not outcome.ok:
                 code = EXIT_EDITS
     for err in pending.errors:
         print(f"steer: edit refused: {err.message}", file=sys.stderr)
     if outcome is not None:
-        for msg in outcome.messages:
-            print(f"steer: {msg}", file=sys.stderr)
-        if outcome.written:
-            print(f"steer: accepted {len(outcome.accepted)} hunk(s), wrote {', '.join(outcome.written)}",
-                  file=sys.stderr)
+        _report_accept(outcome)
     if args.json:
         print(json.dumps(report(session, turn, outcome, code), indent=2))
     else:
@@ -161,30 +203,79 @@ def _permission_answerer(session, policy: str):
     return answer
 
 
+def _accept_all(review, ws):
+    """Accept everything; whatever goes wrong, say exactly which files were written."""
+    from app.core.review import Outcome
+
+    try:
+        return review.accept_all()
+    except Exception as exc:  # a full disk, a lock held too long, a bug: never a traceback
+        out = Outcome(messages=[f"the accept stopped: {type(exc).__name__}: {exc}"])
+        try:
+            for e in review.journal.recover(ws):
+                out.written += e.written
+                out.not_written += e.notes
+                out.recovered.append(f"completed the interrupted accept ({e.label})")
+        except Exception as again:
+            out.messages.append(f"it is not complete ({again}); any steer command that writes, "
+                                "or `steer undo`, completes it")
+        return out
+
+
+def _report_accept(out) -> None:
+    for msg in out.recovered:
+        print(f"steer: {msg}", file=sys.stderr)
+    for msg in out.messages:
+        print(f"steer: {msg}", file=sys.stderr)
+    if out.written:
+        print(f"steer: accepted {len(out.accepted)} hunk(s), wrote {', '.join(out.written)}",
+              file=sys.stderr)
+    for why in out.not_written:
+        print(f"steer: not written: {why}", file=sys.stderr)
+    if out.written and not out.ok:
+        print("steer: `steer undo` reverts the files that were written", file=sys.stderr)
+
+
 # -- steer undo --------------------------------------------------------------------------------
 def cmd_undo(argv: list[str]) -> int:
-    p = _Parser(prog="steer undo", description="Revert the last accepted change (no git needed).")
+    p = _Parser(prog="steer undo", description="Revert the last accepted change (no git needed).",
+                epilog="exit codes: 0 done, 4 refused (a file changed since, or cannot be "
+                       "written; the report says which files were reverted)")
     p.add_argument("-C", dest="directory", default=".")
     p.add_argument("--list", action="store_true", help="show the journal instead")
+    p.add_argument("--allow-read-only", action="store_true",
+                   help="let undo write files that are read-only")
     args = p.parse_args(argv)
     from app.core.journal import Journal, UndoRefused
     from app.core.workspace import Workspace
 
-    ws = Workspace(find_root(Path(args.directory).resolve()))
+    ws = Workspace(find_root(Path(args.directory).resolve()), allow_read_only=args.allow_read_only)
     journal = Journal.for_workspace(ws)
     if args.list:
-        undone = {e.target for e in journal.entries() if e.op == "undo"}
-        for e in journal.entries():
-            mark = " (undone)" if e.id in undone else ""
+        entries = journal.entries()
+        for e in entries:
+            left = journal.remaining(e, entries) if e.op == "accept" else []
+            mark = (" (interrupted)" if not e.done else
+                    "" if e.op != "accept" or len(left) == len(e.written) else
+                    " (undone)" if not left else " (partly undone)")
             print(f"{e.id}  {e.op:6}  {e.label}{mark}")
         return EXIT_OK
     try:
+        completed = journal.recover(ws)
+        for e in completed:
+            _report_step(e, "completed an interrupted step: ")
+        if any(e.op == "undo" for e in completed):
+            return EXIT_EDITS if any(e.notes for e in completed) else EXIT_OK
         entry = journal.undo(ws)
     except UndoRefused as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_EDITS
-    print(f"steer: {entry.label}", file=sys.stderr)
-    return EXIT_OK
+    except Exception as exc:  # a lock held too long, a full disk, a lost blob: no traceback
+        print(f"steer: undo stopped: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _finish_interrupted(ws)
+        return EXIT_EDITS
+    _report_step(entry)
+    return EXIT_EDITS if entry.notes else EXIT_OK
 
 
 # -- steer serve / bench -----------------------------------------------------------------------

@@ -513,7 +513,7 @@ async def test_fifos_binary_content_and_directories_are_refused_without_blocking
         await session.aclose()
     assert turn.complete and turn.text == "survived"
     reads, writes = logged(agent_log, "read"), logged(agent_log, "write")
-    assert "not a regular file" in reads[0]["error"] and "not a regular file" in writes[0]["error"]
+    assert "it is a FIFO" in reads[0]["error"] and "it is a FIFO" in writes[0]["error"]
     assert "binary" in reads[1]["error"] and "binary" in writes[1]["error"]
     assert "refused" in writes[2]["error"]
     assert session.pending.hunks == [] and (repo / "f.txt").read_text() == SRC

@@ -8,10 +8,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -283,3 +285,141 @@ def test_steer_run_against_steer_serve_on_loopback(tmp_path):
     # completions there is no prefill, so the tiny model may not name the file it edits)
     m = re.search(r"· done · [\d,]+ tok/s · (\d+) tok", out.stderr)
     assert m and int(m.group(1)) > 0, out.stderr
+
+
+# -- no traceback exits: every failure has its exit code and says what was written -------------
+def child(root: Path, *args: str, stop: str) -> subprocess.Popen:
+    """`steer` that SIGSTOPs itself at `stop` (app/core/faults.py)."""
+    e = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "STEER_STOP_AT": stop}
+    return subprocess.Popen([sys.executable, "-m", "app", *args], cwd=root, env=e,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_stopped(proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(f"/proc/{proc.pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.005)
+    proc.kill()
+    pytest.fail(f"steer did not stop: {proc.communicate()[1]}")
+
+
+def immutable(path: Path, on: bool) -> None:
+    subprocess.run(["chattr", "+i" if on else "-i", str(path)], check=True, capture_output=True)
+
+
+@pytest.fixture
+def three(tmp_path: Path) -> Path:
+    return init_repo(tmp_path / "r", {"a/f.txt": SRC, "b/f.txt": SRC, "c/f.txt": SRC})
+
+
+def test_a_permission_error_half_way_reports_written_and_not_written(three):
+    try:
+        immutable(three / "b", True)  # a real EPERM from the kernel, even for root
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("chattr +i is not available here")
+    try:
+        answer = "".join(sr(f"{d}/f.txt", "line 3\n", "line three\n") for d in "abc")
+        with served(answer) as server:
+            out = steer(three, "run", "x", "--base-url", server.base_url, "--model", "r",
+                        "--format", "search_replace", "--accept", "all", "--json")
+    finally:
+        immutable(three / "b", False)
+    assert out.returncode == 4 and "Traceback" not in out.stderr
+    rep = json.loads(out.stdout)
+    assert rep["written"] == ["a/f.txt", "c/f.txt"]
+    assert len(rep["not_written"]) == 1 and "b/f.txt" in rep["not_written"][0]
+    assert "not permitted" in rep["not_written"][0]
+    assert "not written: b/f.txt" in out.stderr and "steer undo" in out.stderr
+    assert (three / "b/f.txt").read_text() == SRC
+    undo = steer(three, "undo")
+    assert undo.returncode == 0, undo.stderr
+    assert clean(three)
+
+
+def test_a_lone_surrogate_in_the_answer_is_a_refused_edit(repo):
+    answer = sr("f.txt", "line 3\n", "line \ud800\n") + sr("other.txt", "keep me\n", "kept\n")
+    with served(answer) as server:
+        out = steer(repo, *run_args(server, "--accept", "all"))
+    assert out.returncode == 4 and "Traceback" not in out.stderr
+    assert "surrogate" in out.stderr and "wrote other.txt" in out.stderr
+    assert (repo / "f.txt").read_text() == SRC and (repo / "other.txt").read_text() == "kept\n"
+    assert "\\ud800" in out.stdout  # the printed diff shows it escaped
+
+
+def test_a_file_swapped_for_an_outside_symlink_before_the_accept(repo, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SRC)
+    with served() as server:
+        proc = child(repo, *run_args(server, "--accept", "all", "-q"), stop="run:accepting")
+        wait_stopped(proc)
+        os.unlink(repo / "f.txt")
+        (repo / "f.txt").symlink_to(secret)
+        os.kill(proc.pid, signal.SIGCONT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4 and "Traceback" not in err
+    assert "f.txt" in err and "symlink" in err
+    assert secret.read_text() == SRC
+
+
+def test_a_move_destination_created_while_streaming_is_kept(repo):
+    answer = ("*** Begin Patch\n*** Update File: f.txt\n*** Move to: g.txt\n@@\n line 1\n-line 2\n"
+              "+two\n*** End Patch\n")
+    with served(answer) as server:
+        proc = child(repo, "run", "x", "-f", "f.txt", "--base-url", server.base_url, "--model", "r",
+                     "--format", "apply_patch", "--accept", "all", "-q", stop="run:accepting")
+        wait_stopped(proc)
+        (repo / "g.txt").write_text("mine\n")
+        os.kill(proc.pid, signal.SIGCONT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4 and "g.txt" in err
+    assert (repo / "g.txt").read_text() == "mine\n" and (repo / "f.txt").read_text() == SRC
+
+
+def test_undo_refuses_a_fifo_at_once_instead_of_hanging(repo):
+    with served() as server:
+        assert steer(repo, *run_args(server, "--accept", "all")).returncode == 0
+    os.unlink(repo / "f.txt")
+    os.mkfifo(repo / "f.txt")
+    undo = steer(repo, "undo", timeout=30)
+    assert undo.returncode == 4 and "FIFO" in undo.stderr and "Traceback" not in undo.stderr
+
+
+def test_read_only_files_need_the_flag(repo):
+    os.chmod(repo / "f.txt", 0o444)
+    with served() as server:
+        out = steer(repo, *run_args(server, "--accept", "all"))
+        assert out.returncode == 4 and "read-only" in out.stderr
+        assert (repo / "f.txt").read_text() == SRC
+        out = steer(repo, *run_args(server, "--accept", "all", "--allow-read-only"))
+    assert out.returncode == 0, out.stderr
+    assert (repo / "f.txt").read_text() == EXPECTED
+    assert stat.S_IMODE((repo / "f.txt").stat().st_mode) == 0o444
+
+
+def test_a_journal_that_cannot_be_written_means_nothing_is_written(repo):
+    journal = repo / ".git" / "steer" / "journal"
+    journal.mkdir(parents=True)
+    try:
+        immutable(journal, True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("chattr +i is not available here")
+    try:
+        with served() as server:
+            out = steer(repo, *run_args(server, "--accept", "all"))
+    finally:
+        immutable(journal, False)
+    assert out.returncode == 4 and "Traceback" not in out.stderr
+    assert "nothing written" in out.stderr and clean(repo)
+
+
+def test_undo_with_a_lost_journal_blob_says_so(repo):
+    with served() as server:
+        assert steer(repo, *run_args(server, "--accept", "all")).returncode == 0
+    for blob in (repo / ".git" / "steer" / "journal" / "blobs").iterdir():
+        blob.unlink()
+    undo = steer(repo, "undo")
+    assert undo.returncode == 4 and "Traceback" not in undo.stderr and "undo stopped" in undo.stderr
+    assert (repo / "f.txt").read_text() == EXPECTED

@@ -117,3 +117,51 @@ def test_choose_format():
     assert choose_format(plain, "openai/gpt-oss-120b", [900]) == "apply_patch"
     assert choose_format(plain, "qwen3-coder", [900]) == "search_replace"
     assert choose_format(plain, "qwen3-coder", [12]) == "whole"
+
+
+# -- format traps: read as a careful reader would, refuse what is ambiguous -------------------
+def lines_of(events):
+    return [e.text for e in events if isinstance(e, Line)]
+
+
+def test_a_markdown_file_with_its_own_fences_is_not_cut_at_the_first_one():
+    body = ["# Tool", "", "Install:", "```sh", "pip install tool", "```", "", "Use:", "~~~python",
+            "import tool", "~~~", "The end."]
+    ev = parse("README.md\n```markdown\n" + "\n".join(body) + "\n```\nI added the docs.\n", "whole")
+    assert lines_of(ev) == body
+    assert ev[-2:] == [EditEnd(), Prose("I added the docs.")]
+
+
+def test_a_bare_fence_inside_a_document_is_ambiguous_and_refused():
+    """`Intro / ``` / code / ``` / End / ````: the first ``` may close the file or open a
+    block in it. Both readings hold, so the edit is refused rather than guessed."""
+    ev = parse("README.md\n```\nIntro\n```\ncode\n```\nEnd\n```\n", "whole")
+    ends = [e for e in ev if isinstance(e, EditEnd)]
+    assert len(ends) == 1 and ends[0].refused and "ambiguous" in ends[0].error
+    assert "````" in ends[0].error  # says how to write it unambiguously
+    assert Prose("End") in ev  # the rest is kept as explanation
+
+
+def test_a_document_followed_by_prose_or_the_next_file_closes_normally():
+    ev = parse("a.md\n```\nA\n```\nRun it:\n```sh\nmake\n```\n\nb.md\n```\nB\n```\nbye\n", "whole")
+    assert [e for e in ev if isinstance(e, EditEnd)] == [EditEnd(), EditEnd()]
+    assert [e.path for e in ev if isinstance(e, EditBegin)] == ["a.md", "b.md"]
+    assert lines_of(ev) == ["A", "B"] and Prose("make") in ev and ev[-1] == Prose("bye")
+
+
+def test_code_files_close_at_their_fence_at_once():
+    p = make_parser("whole", frozenset())
+    ev = p.feed("a.py\n```\nx = 1\n```\n")
+    assert ev[-1] == EditEnd()  # no look-ahead for a file without inner fences
+
+
+def test_an_underline_inside_a_search_block_is_not_taken_for_the_divider():
+    text = ("docs/index.rst\n```\n<<<<<<< SEARCH\nTitle\n=======\nold text\n=======\nTitle\n"
+            "=======\nnew text\n>>>>>>> REPLACE\n```\nafter\n")
+    ev = parse(text)
+    ends = [e for e in ev if isinstance(e, EditEnd)]
+    assert len(ends) == 1 and ends[0].refused and "=======" in ends[0].error
+    assert ev[-1] == Prose("after")  # the parser is back in step after the block
+    # one divider: fine, whatever the text around it
+    ev = parse("docs/index.rst\n<<<<<<< SEARCH\nold text\n=======\nTitle\n-----\n>>>>>>> REPLACE\n")
+    assert EditEnd() in ev

@@ -280,3 +280,143 @@ def test_a_new_answer_clears_the_files_notes_of_the_last_one(ws):
     pending.begin_turn()
     assert fd.errors == []
     assert [e.turn for e in pending.errors] == [0] and pending.turn == 1
+
+
+# -- refused edits, writes that race the plan, the async API ----------------------------------
+def test_an_ambiguous_edit_is_refused_whole_and_the_file_untouched(tmp_path):
+    doc = "Title\n=======\n\nold text\n"
+    ws = Workspace(init_repo(tmp_path / "r", {"i.rst": doc}))
+    answer = sr("i.rst", "Title\n=======\nold text\n", "Title\n=======\nnew text\n")
+    pending = stream(ws, answer, context=["i.rst"])
+    assert not pending.hunks and "ambiguous" in pending.errors[0].message
+    Review(ws, pending).accept_all()
+    assert (ws.root / "i.rst").read_text() == doc
+
+
+def test_a_save_between_plan_and_write_is_merged_and_journaled(ws):
+    """The UI plans on its loop and writes in a thread: a save in between is seen by the
+    compare-and-swap; the hunk is rebased onto it and undo gives the save back."""
+    pending = stream(ws, TWO_EDITS, context=["f.txt"])
+    review = Review(ws, pending)
+    plan = review.plan_all()
+    mine = SRC.replace("line 9\n", "line 9 mine\n")
+    (ws.root / "f.txt").write_text(mine)
+    out = review.commit(review.execute(plan))
+    assert out.ok and len(out.accepted) == 2
+    assert read(ws) == mine.replace("line 3\n", "line three\n").replace("line 15\n", "line fifteen\n")
+    review.undo()
+    assert read(ws) == mine
+
+
+def test_a_save_of_the_same_lines_between_plan_and_write_makes_that_hunk_a_conflict(ws):
+    pending = stream(ws, TWO_EDITS, context=["f.txt"])
+    h1, h2 = pending.files["f.txt"].hunks
+    review = Review(ws, pending)
+    plan = review.plan_all()
+    mine = SRC.replace("line 15\n", "line 15 mine\n")
+    (ws.root / "f.txt").write_text(mine)
+    out = review.commit(review.execute(plan))
+    assert out.accepted == [h1.id] and out.conflicts == [h2.id]
+    assert h2.state == HunkState.CONFLICT and "changed on disk" in h2.note
+    assert read(ws) == mine.replace("line 3\n", "line three\n")
+
+
+def test_a_lone_surrogate_in_the_answer_refuses_that_hunk_only(ws):
+    answer = sr("f.txt", "line 3\n", "line \ud800 three\n") + sr("f.txt", "line 15\n", "fifteen\n")
+    pending = stream(ws, answer, context=["f.txt"])
+    h1, h2 = pending.files["f.txt"].hunks
+    out = Review(ws, pending).accept_all()
+    assert out.accepted == [h2.id] and out.conflicts == [h1.id] and "surrogate" in h1.note
+    assert read(ws) == SRC.replace("line 15\n", "fifteen\n")
+
+
+async def test_async_apply_undo_and_recheck(ws):
+    pending = stream(ws, TWO_EDITS, context=["f.txt"])
+    h1, h2 = pending.files["f.txt"].hunks
+    review = Review(ws, pending)
+    out = await review.apply_async(review.plan_hunks([h1.id]))
+    assert out.accepted == [h1.id] and read(ws) == SRC.replace("line 3\n", "line three\n")
+    (ws.root / "f.txt").write_text(read(ws).replace("line 14\n", "line 14 mine\n"))
+    assert await review.recheck_async(["f.txt"]) == [h2]
+    assert h2.state == HunkState.STALE
+    label = await review.undo_async()
+    assert f"#{h1.id}" in label and h1.state == HunkState.PENDING
+    assert read(ws) == SRC.replace("line 14\n", "line 14 mine\n")
+
+
+async def test_in_app_undo_reaches_the_journal_like_steer_undo(ws):
+    """A review with nothing of its own to undo reverts the journal's last accept (made by
+    another review, or another steer process) instead of saying there is nothing."""
+    Review(ws, stream(ws, TWO_EDITS, context=["f.txt"])).accept_all()
+    fresh = Review(ws, stream(ws, sr("f.txt", "line 1\n", "one\n"), context=["f.txt"]))
+    assert "f.txt" in await fresh.undo_async()
+    assert read(ws) == SRC
+
+
+def test_a_journal_written_before_two_phase_steps_still_undoes(ws):
+    """Entries of the one-phase journal (one JSON line per accept or undo) keep working."""
+    journal = Journal.for_workspace(ws)
+    journal.dir.mkdir(parents=True)
+    new = SRC.replace("line 2\n", "two\n").encode()
+    journal._put_many([SRC.encode(), new])
+    from app.core.textfile import digest
+    (ws.root / "f.txt").write_bytes(new)
+    line = ('{"op":"accept","id":"old1","time":1,"label":"accept: hunks #1 in f.txt","files":'
+            f'[{{"path":"f.txt","before":"{digest(SRC.encode())}","after":"{digest(new)}",'
+            '"mode":420}],"target":null}\n')
+    journal.file.write_text(line)
+    assert journal.last_undoable().id == "old1"
+    journal.undo(ws)
+    assert read(ws) == SRC and journal.last_undoable() is None
+
+
+def test_a_torn_step_is_never_skipped(ws):
+    """A begin record without a commit is the last undoable accept until recovery decides."""
+    pending = stream(ws, TWO_EDITS, context=["f.txt"])
+    Review(ws, pending).accept_all()
+    journal = Journal.for_workspace(ws)
+    from app.core.workspace import Content
+    torn = journal.begin("accept", "torn", [("f.txt", Content(data=read(ws).encode()),
+                                             Content(data=b"torn\n"))])
+    assert journal.torn() == [torn.id] and journal.last_undoable().id == torn.id
+    done = journal.recover(ws)  # completes it: the file was still as before
+    assert [e.id for e in done] == [torn.id] and read(ws) == "torn\n"
+    journal.undo(ws)
+    assert read(ws) == SRC.replace("line 3\n", "line three\n").replace("line 15\n", "line fifteen\n")
+
+
+def test_a_file_with_a_long_non_ascii_name_is_written_and_undone(tmp_path):
+    name = "é" * 120 + ".txt"  # 244 bytes: a temp name built from it must stay under 255
+    ws = Workspace(init_repo(tmp_path / "r", {name: SRC}))
+    review = Review(ws, stream(ws, sr(name, "line 3\n", "three\n"), context=[name]))
+    assert review.accept_all().ok
+    assert read(ws, name) == SRC.replace("line 3\n", "three\n")
+    review.undo()
+    assert read(ws, name) == SRC and sorted(p.name for p in ws.root.iterdir()) == [".git", name]
+
+
+def test_a_torn_step_with_a_lost_blob_does_not_wedge_later_accepts(ws):
+    journal = Journal.for_workspace(ws)
+    from app.core.workspace import Content
+    torn = journal.begin("accept", "torn", [("f.txt", Content(data=SRC.encode()),
+                                             Content(data=b"lost\n"))])
+    for blob in journal.blobs.iterdir():
+        if blob.read_bytes() == b"lost\n":
+            blob.unlink()
+    out = Review(ws, stream(ws, TWO_EDITS, context=["f.txt"])).accept_all()
+    assert out.ok and len(out.accepted) == 2, out
+    assert any("not written" in n for n in out.recovered)
+    assert journal.torn() == [] and torn.id in {e.id for e in journal.entries() if e.done}
+
+
+def test_a_record_after_a_line_torn_by_a_crash_is_not_lost(ws):
+    pending = stream(ws, TWO_EDITS, context=["f.txt"])
+    Review(ws, pending).accept_all()
+    journal = Journal.for_workspace(ws)
+    with open(journal.file, "ab") as fh:
+        fh.write(b'{"rec":"commit","id":"half-writ')  # what a kill mid-append leaves
+    Review(ws, stream(ws, sr("f.txt", "line 1\n", "one\n"), context=["f.txt"])).accept_all()
+    assert [e.done for e in journal.entries()] == [True, True]
+    journal.undo(ws)
+    journal.undo(ws)
+    assert read(ws) == SRC

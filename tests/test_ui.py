@@ -298,3 +298,23 @@ async def test_unthrottled_stream_renders_completely(demo, rate):
             await pilot.pause(0.05)
             shown = app.query_one("#stream").text
             assert shown.endswith(big.rstrip("\n")) or big.rstrip("\n") in shown
+
+
+async def test_the_app_completes_an_interrupted_accept_when_it_starts(demo):
+    """A torn journal step (a crash between files) is completed as the app opens, and said."""
+    from app.core.journal import Journal
+    from app.core.workspace import Content, Workspace
+
+    ws = Workspace(demo)
+    journal = Journal.for_workspace(ws)
+    journal.begin("accept", "accept: hunks #1 in calc.py",
+                  [("calc.py", Content(data=CALC.encode()), Content(data=b"done = True\n"))])
+    assert journal.torn()
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        notes: list[str] = []
+        app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: not journal.torn() and notes)
+    assert disk(demo) == "done = True\n"
+    assert any("completed an interrupted accept" in n for n in notes)

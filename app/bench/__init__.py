@@ -27,6 +27,10 @@ def main(argv: list[str]) -> int:
     w.add_argument("--first-token-delay", type=float, default=0.02,
                    help="seconds the replayed model takes to its first token")
     w.add_argument("--model", action="store_true", help="also measure the embedded model")
+    c = sub.add_parser("cas", help="the write window left for a save to be lost (Workspace.swap)")
+    c.add_argument("--sizes", default="1000,64000,1000000", help="file sizes in bytes")
+    c.add_argument("--writes", type=int, default=1000, help="writes per file size and mode")
+    c.add_argument("--dir", help="where to write (default: the temp dir; pick your repo's disk)")
     args = p.parse_args(argv)
     if args.which == "engine":
         from app.bench.engine import run
@@ -38,6 +42,9 @@ def main(argv: list[str]) -> int:
         from app.bench.transport import run
         result = run(requests=args.requests, trials=args.trials,
                      first_token_delay=args.first_token_delay, model=args.model)
+    elif args.which == "cas":
+        from app.bench.cas import run
+        result = run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)
     else:
         from app.bench.tui import run
         result = run(rates=[float(x) for x in args.rates.split(",")], tokens=args.tokens,

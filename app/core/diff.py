@@ -81,6 +81,7 @@ class EditError:
 
 class Resolver(Protocol):
     def check_path(self, raw: str) -> str: ...
+    def check_edit(self, raw: str, *, delete: bool = False) -> str: ...
     def snapshot(self, rel: str) -> Snapshot: ...
 
 
@@ -437,10 +438,14 @@ class PendingDiff:
             self._end(self._cur, EditEnd(False, "the next edit began before this one ended"))
         self._cur = _Ignore()
         try:
-            rel = self.resolver.check_path(ev.path)
+            # files are known by their real path: two names for one file share its FileDiff;
+            # deleting a symlink deletes the link itself
+            rel = self.resolver.check_edit(ev.path, delete=ev.kind == "delete")
+            if ev.move_to and self.resolver.check_edit(ev.path, delete=True) != rel:
+                raise ValueError(f"cannot move {ev.path}: it is a symlink to {rel}")
             fd = self.file(rel)
             if ev.move_to:
-                target = self.resolver.check_path(ev.move_to)
+                target = self.resolver.check_edit(ev.move_to)
                 if target != rel and self.resolver.snapshot(target).exists:
                     raise ValueError(f"cannot move {rel} to {target}: {target} exists")
                 fd.move_to = target if target != rel else None
@@ -569,7 +574,9 @@ class PendingDiff:
     def _end(self, cur: _Cursor, ev: EditEnd) -> None:
         fd = cur.fd
         if ev.error:
-            if cur.edit is not None and cur.edit.hunks:
+            if ev.refused:  # the text was ambiguous: nothing of this edit is kept
+                self._fail(cur, f"{fd.path}: {ev.error}")
+            elif cur.edit is not None and cur.edit.hunks:
                 self.error(fd.path, ev.error)  # keep what streamed, marked incomplete
                 cur.edit.finish(False)
             else:

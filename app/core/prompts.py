@@ -46,7 +46,8 @@ the file exactly, including indentation, and be just long enough to be unique. U
 small blocks rather than one large one. To create a file, use an empty SEARCH part.""",
     "whole": """\
 You are a coding assistant. Change the user's file as asked. Answer with the file's path
-on a line of its own, then the complete new content of the file in one code block.""",
+on a line of its own, then the complete new content of the file in one code block. If the
+file itself contains ``` lines, fence the block with ```` (four backticks).""",
 }
 
 

@@ -3,7 +3,10 @@
 An accept is the only thing that writes to the working tree. It rebases the chosen hunks
 onto what is on disk now (3-way, against what steer expects to be there: the base plus
 hunks already accepted), so a change the user made meanwhile is never overwritten: a hunk
-whose region was touched becomes `conflict` and is not written.
+whose region was touched becomes `conflict` and is not written. The writes themselves are
+compare-and-swaps under the repository lock (Workspace.swap, Journal.perform): a save that
+lands after the plan is seen at the swap, and the file is rebased again onto it (or its
+hunks become conflicts), and the journal records the bytes actually replaced.
 """
 
 from __future__ import annotations
@@ -13,11 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.core.diff import OPEN, FileDiff, Hunk, HunkState, PendingDiff
-from app.core.journal import Journal, UndoRefused
+from app.core.journal import Entry, Journal, StepFailed, UndoRefused, Write, reason
 from app.core.linediff import Change, apply_changes, line_diff, rebase
-from app.core.snapshot import Snapshot
-from app.core.textfile import NotText, encode
-from app.core.workspace import Workspace
+from app.core.textfile import NotText, TextFormat, decode, encode
+from app.core.workspace import ABSENT, Busy, Content, PathRefused, Workspace
 
 
 @dataclass
@@ -25,17 +27,94 @@ class Outcome:
     accepted: list[int] = field(default_factory=list)
     rejected: list[int] = field(default_factory=list)
     conflicts: list[int] = field(default_factory=list)
-    written: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # files changed on disk
+    not_written: list[str] = field(default_factory=list)  # "path ...: why", one per file
     messages: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)  # interrupted steps completed first
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts and not self.messages and not self.not_written
+
+
+@dataclass(eq=False)
+class FileMerge:
+    """How one file's chosen hunks go onto whatever the disk holds: 3-way against what steer
+    expects there. Plain data taken at plan time, so that it can run again in the writer's
+    thread when the file turns out to have changed."""
+
+    path: str
+    base_exists: bool
+    base_fmt: TextFormat
+    expected: list[str]
+    hunks: list[tuple[Hunk, list[str]]]  # hunk, the lines it writes
+    edits: list[Change]  # aligned with hunks, in `expected` coordinates
+    others_accepted: bool  # every other hunk of the file is accepted already
+    deleted: bool  # the proposal deletes the file
+    carrier: Write | None = None  # the write that carries these hunks
+    bad: dict[int, str] = field(default_factory=dict)  # hunk index -> why it cannot go
+
+    def onto(self, found: Content) -> Content | None:
+        """The content to write over `found`; None when no hunk can go. Sets `bad`."""
+        self.bad = {}
+        every = range(len(self.hunks))
+        if found.link is not None or found.special is not None:
+            return self._fail(every, f"{self.path} is now {found.describe()}")
+        if self.base_exists and found.data is None:
+            return self._fail(every, f"{self.path} was deleted on disk since the request")
+        lines, fmt = [], self.base_fmt
+        if found.data is not None:
+            try:
+                lines, fmt = decode(found.data, self.path)
+            except NotText as exc:
+                return self._fail(every, str(exc))
+            if not self.base_exists and lines != self.expected:
+                return self._fail(every, f"{self.path} was created on disk since the request")
+        for i, e in enumerate(self.edits):
+            try:
+                "\n".join(e.lines).encode(fmt.encoding)
+            except UnicodeEncodeError as exc:
+                self.bad[i] = (f"the answer has text that cannot be written as {fmt.encoding} "
+                               f"({exc.reason}: {exc.object[exc.start:exc.end]!r})")
+        keep = [i for i in every if i not in self.bad]
+        merged, clash = rebase(self.expected, lines, [self.edits[i] for i in keep])
+        for k in clash:  # `merged` holds the others only
+            self.bad[keep[k]] = "the lines changed on disk since the request"
+        if len(self.bad) == len(self.hunks):
+            return None
+        if self.deleted and not merged and self.others_accepted and not self.bad:
+            return ABSENT
+        return Content(data=encode(merged, fmt, lines if found.data is not None else None),
+                       mode=found.mode)
+
+    def _fail(self, which: Iterable[int], why: str) -> None:
+        for i in which:
+            self.bad[i] = why
+        return None
+
+    def drop_bad(self) -> list[tuple[Hunk, str]]:
+        """Take the hunks that cannot go out of the merge; returns them with the reason."""
+        gone = [(self.hunks[i][0], why) for i, why in sorted(self.bad.items())]
+        if gone:
+            self.hunks = [h for i, h in enumerate(self.hunks) if i not in self.bad]
+            self.edits = [e for i, e in enumerate(self.edits) if i not in self.bad]
+            self.others_accepted = False
+            self.bad = {}
+        return gone
 
 
 @dataclass
 class AcceptPlan:
     label: str
-    writes: list[tuple[str, bytes | None, bytes | None, int | None]]  # path, before, after, mode
-    decided: list[tuple[Hunk, list[str]]]  # hunk, the lines it will write
+    writes: list[Write]
+    merges: list[FileMerge]
     outcome: Outcome
     entry_id: str | None = None  # set once journaled and written
+    recovered: list[Entry] = field(default_factory=list)  # steps a crash left, completed first
+
+    @property
+    def decided(self) -> list[tuple[Hunk, list[str]]]:
+        return [hl for m in self.merges for hl in m.hunks]
 
 
 @dataclass
@@ -65,38 +144,9 @@ class Review:
         self.pending = pending
         self.journal = journal or Journal.for_workspace(ws)
         self._undo: list[_Tx] = []
-        self._lock: asyncio.Lock | None = None  # one write at a time (made on first async use)
+        self._lock = asyncio.Lock()  # one accept or undo of this review at a time
         # called after hunks were decided (an agent's write waits for that: Session)
         self.on_decided: Callable[[], None] | None = None
-
-    # -- async: what a UI calls; the disk part runs in a thread, one write at a time --------
-    @property
-    def lock(self) -> asyncio.Lock:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        return self._lock
-
-    async def apply_async(self, plan: AcceptPlan) -> Outcome:
-        async with self.lock:
-            return self.commit(await asyncio.to_thread(self.execute, plan))
-
-    async def undo_async(self) -> str:
-        async with self.lock:
-            entry = self.undo_entry()
-            await asyncio.to_thread(self.journal.undo, self.ws, entry)
-            return self.undo_commit()
-
-    async def recheck_async(self, paths: Iterable[str]) -> list[Hunk]:
-        """After files changed on disk: the hunks whose state flipped (the reads in a thread)."""
-        flipped = []
-        for p in paths:
-            fd = self.pending.files.get(p)
-            if fd is None:
-                continue
-            expected, shift = self.expected(fd)
-            touched = await asyncio.to_thread(Review.touched, self.ws, fd, expected)
-            flipped += self.apply_recheck(fd, touched, shift)
-        return flipped
 
     # -- choosing --------------------------------------------------------------------------
     # plan_* prepare an accept (see `plan`); accept_* also carry it out, in one go.
@@ -112,27 +162,26 @@ class Review:
 
     def plan_file(self, path: str) -> AcceptPlan:
         fd = self.pending.files[path]
-        return self.plan({h.id: None for h in self._bulk(fd)}, path, moving=fd)
+        return self.plan({h.id: None for h in self._bulk(fd)}, path, moving={path})
 
     def plan_all(self) -> AcceptPlan:
         ids = {h.id: None for fd in self.pending.files.values() for h in self._bulk(fd)}
-        movers = [fd for fd in self.pending.files.values() if fd.move_to]
-        return self.plan(ids, "all", moving=movers[0] if len(movers) == 1 else None)
+        return self.plan(ids, "all", moving=set(self.pending.files))
 
     def accept(self, ids: Iterable[int]) -> Outcome:
-        return self._run(self.plan_hunks(ids))
+        return self._run(lambda: self.plan_hunks(ids))
 
     def accept_lines(self, hunk_id: int, rows: Iterable[int]) -> Outcome:
-        return self._run(self.plan_lines(hunk_id, rows))
+        return self._run(lambda: self.plan_lines(hunk_id, rows))
 
     def accept_edited(self, hunk_id: int, lines: list[str]) -> Outcome:
-        return self._run(self.plan_edited(hunk_id, lines))
+        return self._run(lambda: self.plan_edited(hunk_id, lines))
 
     def accept_file(self, path: str) -> Outcome:
-        return self._run(self.plan_file(path))
+        return self._run(lambda: self.plan_file(path))
 
     def accept_all(self) -> Outcome:
-        return self._run(self.plan_all())
+        return self._run(self.plan_all)
 
     def reject(self, ids: Iterable[int]) -> Outcome:
         out = Outcome()
@@ -162,11 +211,22 @@ class Review:
     # An accept runs in three steps so that the UI can keep its event loop free: `plan`
     # (reads and merges, marks conflicts) and `commit` (hunk states) run where the pending
     # diff lives; `execute` only touches the journal and the disk, and may run in a thread.
-    def _run(self, plan: AcceptPlan) -> Outcome:
-        return self.commit(self.execute(plan))
+    # `apply_async` runs the three in that order; `steer run` plans under the lock as well.
+    def _run(self, make: Callable[[], AcceptPlan]) -> Outcome:
+        with self.ws.lock():
+            return self.commit(self.execute(make()))
+
+    async def apply_async(self, plan: AcceptPlan) -> Outcome:
+        """Execute `plan` in a thread (one accept or undo of this review at a time, and the
+        repository lock against other steer processes), then commit it on the loop."""
+        async with self._lock:
+            plan = await asyncio.to_thread(self.execute, plan)
+            return self.commit(plan)
 
     def plan(self, chosen: dict[int, list[str] | None], label: str,
-             moving: FileDiff | None = None) -> AcceptPlan:
+             moving: Iterable[str] = ()) -> AcceptPlan:
+        """Merge the chosen hunks onto the disk as it is now, per file; `moving`: files whose
+        move (apply_patch `Move to`) is carried out once all their hunks are accepted."""
         out = Outcome()
         by_file: dict[str, list[Hunk]] = {}
         for i in chosen:
@@ -180,89 +240,111 @@ class Review:
         for path, hunks in by_file.items():
             fd = self.pending.files[path]
             hunks.sort(key=lambda h: (h.base_start, h.base_end))
+            m = self._merge_for(fd, hunks, chosen)
             try:
-                disk = self.ws.snapshot(path, keep_raw=True)
-            except NotText as exc:
+                found = self.ws.read(path)
+            except PathRefused as exc:
                 self._conflict(out, hunks, str(exc))
                 continue
-            result = self._merge(fd, hunks, chosen, disk, out)
-            if result is None:
+            if found.link is not None and fd.deleted and m.others_accepted:
+                # deleting a symlink: the link itself goes, and undo brings the link back
+                m.carrier = Write(path, found, ABSENT)
+                plan.writes.append(m.carrier)
+                plan.merges.append(m)
                 continue
-            merged, placed = result
-            before = disk.raw
-            fmt = disk.fmt if disk.exists else fd.base.fmt
-            everything = all(h.state == HunkState.ACCEPTED or h in placed for h in fd.hunks)
-            remove = fd.deleted and not merged and everything
-            after = None if remove else encode(merged, fmt, disk.lines if disk.exists else None)
-            target = path
-            if moving is fd and fd.move_to and everything:
-                plan.writes.append((fd.move_to, self.ws.read_bytes(fd.move_to), after, disk.mode))
-                after, target = None, fd.move_to
-            if after != before or target != path:
-                plan.writes.append((path, before, after, disk.mode))
-            plan.decided.extend((h, chosen[h.id] if chosen[h.id] is not None else h.new) for h in placed)
+            after = m.onto(found)
+            for why, group in _grouped(m.drop_bad()):
+                self._conflict(out, group, why)
+            if after is None:
+                continue
+            plan.merges.append(m)
+            if fd.move_to and path in moving and m.others_accepted:
+                dest = self.ws.read(fd.move_to)
+                if dest.exists:  # made while the answer streamed: never overwritten
+                    plan.merges.remove(m)
+                    self._conflict(out, [h for h, _ in m.hunks],
+                                   f"{fd.move_to} was created on disk since the request; not moved")
+                    continue
+                m.carrier = Write(fd.move_to, ABSENT, after)
+                plan.writes += [m.carrier, Write(path, found, ABSENT, requires=m.carrier)]
+                continue
+            m.carrier = Write(path, found, after, redo=self._redo(m))
+            plan.writes.append(m.carrier)
+        plan.label = _label(label, plan.decided)
         return plan
 
+    def _merge_for(self, fd: FileDiff, hunks: list[Hunk],
+                   chosen: dict[int, list[str] | None]) -> FileMerge:
+        expected, shift = self.expected(fd)
+        pairs = [(h, chosen[h.id] if chosen[h.id] is not None else h.new) for h in hunks]
+        edits = [Change(h.base_start + shift(h.base_start), h.base_end + shift(h.base_start), lines)
+                 for h, lines in pairs]
+        others = all(h.state == HunkState.ACCEPTED for h in fd.hunks if h not in hunks)
+        return FileMerge(fd.path, fd.base.exists, fd.base.fmt, expected, pairs, edits, others,
+                         fd.deleted)
+
+    @staticmethod
+    def _redo(m: FileMerge) -> Callable[[Content], Content | None]:
+        """The writer found another save: merge the same hunks onto it instead."""
+        def redo(found: Content) -> Content | None:
+            after = m.onto(found)
+            if after is None and m.carrier is not None:
+                m.carrier.why = f"{m.path}: {next(iter(m.bad.values()))}; not written"
+            return after
+        return redo
+
     def execute(self, plan: AcceptPlan) -> AcceptPlan:
-        """Journal, then write. Refuses (writing nothing) if a file changed since `plan`."""
-        if not plan.decided:
+        """Journal and write, each file a compare-and-swap; runs in any thread. An interrupted
+        accept or undo left by a crash is completed first."""
+        if not plan.merges:
             return plan
-        for path, before, _after, _mode in plan.writes:
-            if self.ws.read_bytes(path) != before:
-                plan.outcome.messages.append(f"{path} changed on disk while accepting; nothing written")
-                return plan
-        entry = self.journal.record("accept", _label(plan.label, plan.decided), plan.writes)
-        for path, _before, after, mode in plan.writes:
-            if after is None:
-                self.ws.delete(path)
-            else:
-                self.ws.write_atomic(path, after, mode)
-            plan.outcome.written.append(path)
-        plan.entry_id = entry.id
+        try:
+            with self.ws.lock():
+                plan.recovered = self.journal.recover(self.ws)
+                plan.entry_id = self.journal.perform(self.ws, "accept", plan.label, plan.writes).id
+        except StepFailed as exc:  # some files may be written: commit says which
+            plan.entry_id = exc.entry.id
+            plan.outcome.messages.append(str(exc))
+        except (Busy, OSError) as exc:  # before anything was written
+            plan.outcome.messages.append(f"nothing written: {reason(exc)}")
         return plan
 
     def commit(self, plan: AcceptPlan) -> Outcome:
         out = plan.outcome
+        for e in plan.recovered:
+            out.recovered.append(f"completed an interrupted {e.op} ({e.label})")
+            out.recovered.extend(e.notes)
         if plan.entry_id is None:
-            if plan.decided:
-                self._conflict(out, [h for h, _ in plan.decided], "the file changed while accepting")
+            if plan.merges:
+                self._conflict(out, [h for h, _ in plan.decided], "not written", quiet=True)
             return out
+        for w in plan.writes:
+            if w.written and not w.before.same(w.after):
+                out.written.append(w.path)
+            elif not w.written:
+                out.not_written.append(w.why or f"{w.path}: not written")
+            if w.kept:
+                out.messages.append(f"{w.path}: a save made while steer wrote it is kept as {w.kept}")
         tx = _Tx(plan.entry_id, [])
-        for h, applied in plan.decided:
-            tx.hunks.append((h, h.state, h.applied, h.note))
-            h.state, h.applied = HunkState.ACCEPTED, applied
-            h.note = "" if applied == h.new else f"partly accepted ({len(applied)} lines written)"
-            self.pending.files[h.path].touch(h)
-            out.accepted.append(h.id)
-        self._undo.append(tx)
+        for m in plan.merges:
+            late = dict(m.bad)  # hunks a re-plan at write time could not place
+            for i, (h, applied) in enumerate(m.hunks):
+                if i in late:
+                    self._conflict(out, [h], late[i])
+                elif m.carrier is None or not m.carrier.written:
+                    why = m.carrier.why if m.carrier is not None else ""
+                    self._conflict(out, [h], why or "not written", quiet=True)
+                else:
+                    tx.hunks.append((h, h.state, h.applied, h.note))
+                    h.state, h.applied = HunkState.ACCEPTED, applied
+                    h.note = "" if applied == h.new else f"partly accepted ({len(applied)} lines written)"
+                    self.pending.files[h.path].touch(h)
+                    out.accepted.append(h.id)
+        if tx.hunks:
+            self._undo.append(tx)
         if self.on_decided is not None:
             self.on_decided()
         return out
-
-    def _merge(self, fd: FileDiff, hunks: list[Hunk], chosen: dict[int, list[str] | None],
-               disk: Snapshot, out: Outcome) -> tuple[list[str], list[Hunk]] | None:
-        """3-way: apply `hunks` onto the disk, given what steer expects the disk to hold."""
-        expected, shift = self.expected(fd)
-        if fd.base.exists and not disk.exists:
-            self._conflict(out, hunks, f"{fd.path} was deleted on disk since the request")
-            return None
-        edits = []
-        for h in hunks:
-            applied = chosen[h.id] if chosen[h.id] is not None else h.new
-            d = shift(h.base_start)
-            edits.append(Change(h.base_start + d, h.base_end + d, applied))
-        on_disk = disk.lines if disk.exists else []
-        if not fd.base.exists and disk.exists and expected != on_disk:
-            self._conflict(out, hunks, f"{fd.path} was created on disk since the request")
-            return None
-        merged, bad = rebase(expected, on_disk, edits)
-        if bad:
-            self._conflict(out, [hunks[i] for i in bad], "the lines changed on disk since the request")
-            if len(bad) == len(hunks):
-                return None
-            good = [h for i, h in enumerate(hunks) if i not in bad]
-            return merged, good
-        return merged, hunks
 
     def expected(self, fd: FileDiff):
         """What steer believes is on disk for `fd` (base + accepted hunks), and a function
@@ -279,12 +361,13 @@ class Review:
 
         return expected, shift
 
-    def _conflict(self, out: Outcome, hunks: list[Hunk], why: str) -> None:
+    def _conflict(self, out: Outcome, hunks: list[Hunk], why: str, quiet: bool = False) -> None:
         for h in hunks:
             h.state, h.note = HunkState.CONFLICT, why
             self.pending.files[h.path].touch(h)
             out.conflicts.append(h.id)
-        out.messages.append(f"{hunks[0].path}: {why}; {len(hunks)} hunk(s) not written")
+        if hunks and not quiet:
+            out.messages.append(f"{hunks[0].path}: {why}; {len(hunks)} hunk(s) not written")
 
     # -- keeping in step with the disk -----------------------------------------------------
     def recheck(self, path: str) -> list[Hunk]:
@@ -324,18 +407,39 @@ class Review:
                 flipped.append(h)
         return flipped
 
+    async def recheck_async(self, paths: Iterable[str]) -> list[Hunk]:
+        """`recheck` for files that changed on disk, reading them in a thread."""
+        flipped: list[Hunk] = []
+        for path in paths:
+            fd = self.pending.files.get(path)
+            if fd is None:
+                continue
+            expected, shift = self.expected(fd)
+            touched = await asyncio.to_thread(self.touched, self.ws, fd, expected)
+            flipped += self.apply_recheck(fd, touched, shift)
+        return flipped
+
     # -- undo ------------------------------------------------------------------------------
     def undo(self) -> str:
         """Revert this review's last accept, through the journal. Returns what was done."""
         entry = self.undo_entry()
-        self.journal.undo(self.ws, entry)
-        return self.undo_commit()
+        return self.undo_commit(self.journal.undo(self.ws, entry))
+
+    async def undo_async(self) -> str:
+        """This review's last accept, else the journal's last undoable accept (the same one
+        `steer undo` would revert). The disk part runs in a thread, under the locks."""
+        async with self._lock:
+            if self._undo:
+                entry = self.undo_entry()
+                return self.undo_commit(await asyncio.to_thread(self.journal.undo, self.ws, entry))
+            done = await asyncio.to_thread(self.journal.undo, self.ws)
+            return done.label
 
     @property
     def can_undo(self) -> bool:
         return bool(self._undo)
 
-    def undo_entry(self):
+    def undo_entry(self) -> Entry:
         """The journal entry of this review's last accept (the I/O part may run in a thread)."""
         if not self._undo:
             raise UndoRefused("nothing to undo in this session")
@@ -344,13 +448,32 @@ class Review:
             raise UndoRefused("the journal no longer holds the last accept")
         return entry
 
-    def undo_commit(self) -> str:
-        """After the journal reverted the files: the hunks are open again."""
-        tx = self._undo.pop()
-        for h, state, applied, note in tx.hunks:
+    def undo_commit(self, done: Entry | None = None) -> str:
+        """After the journal reverted the files (`done`: the undo's entry), their hunks are
+        open again. Hunks of a file the undo could not revert stay accepted."""
+        tx = self._undo[-1]
+        reverted = None if done is None else set(done.written)
+        back, kept = [], []
+        for item in tx.hunks:
+            h = item[0]
+            fd = self.pending.files.get(h.path)
+            paths = {h.path, fd.move_to} if fd is not None and fd.move_to else {h.path}
+            (back if reverted is None or paths & reverted else kept).append(item)
+        for h, state, applied, note in back:
             h.state, h.applied, h.note = state, applied, note
             self.pending.files[h.path].touch(h)
-        return _label("", [(h, []) for h, *_ in tx.hunks])
+        if kept:
+            tx.hunks = kept
+        else:
+            self._undo.pop()
+        return _label("", [(h, []) for h, *_ in back])
+
+
+def _grouped(items: list[tuple[Hunk, str]]) -> list[tuple[str, list[Hunk]]]:
+    groups: dict[str, list[Hunk]] = {}
+    for h, why in items:
+        groups.setdefault(why, []).append(h)
+    return list(groups.items())
 
 
 def _label(what: str, decided: list[tuple[Hunk, list[str]]]) -> str:

@@ -30,6 +30,7 @@ from app.core.events import (
     Usage,
 )
 from app.core.formats import choose_format, make_parser
+from app.core.journal import Entry, Journal
 from app.core.provider import Provider, Request
 from app.core.review import Review
 from app.core.snapshot import Snapshot
@@ -129,6 +130,8 @@ class Session:
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
+        self.journal = Journal.for_workspace(ws)
+        self._undo_lock = asyncio.Lock()
 
     # -- context ---------------------------------------------------------------------------
     def add_context(self, raw: str) -> str:
@@ -268,7 +271,7 @@ class Session:
         if kind == "ask":
             self._snapshots = self._snapshot_context()
             self.pending = PendingDiff(self.ws, self._snapshots)
-            self.review = Review(self.ws, self.pending)
+            self.review = Review(self.ws, self.pending, self.journal)
             self.review.on_decided = self.agent.settle
             self.history = []
             self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
@@ -364,6 +367,26 @@ class Session:
         self.agent.end_turn()
         # the conversation continues from whatever the model managed to say
         self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
+
+    # -- the journal ------------------------------------------------------------------------
+    async def recover(self) -> list[Entry]:
+        """Complete an accept or undo that a crash left half-done (before anything else)."""
+        return await asyncio.to_thread(self.journal.recover, self.ws)
+
+    async def journal_undoable(self) -> bool:
+        """There is an accept to undo, in this session or from an earlier one (a thread)."""
+        if self.review is not None and self.review.can_undo:
+            return True
+        return await asyncio.to_thread(lambda: self.journal.last_undoable() is not None)
+
+    async def undo(self) -> str:
+        """Undo the last accept: this session's, else the journal's last undoable one (the
+        same one `steer undo` reverts), so the app and the command line never disagree."""
+        if self.review is not None:
+            return await self.review.undo_async()
+        async with self._undo_lock:
+            done = await asyncio.to_thread(self.journal.undo, self.ws)
+            return done.label
 
     async def aclose(self) -> None:
         self._cancel()

@@ -32,6 +32,7 @@ from app.core.journal import UndoRefused
 from app.core.prompts import fence_lang
 from app.core.review import AcceptPlan, Outcome
 from app.core.session import ContextError, Session
+from app.core.workspace import Busy
 from app.ui import actions
 from app.ui.compat import FrameTickScreen, shutting_down
 from app.ui.diff_view import DiffView, warm_lexer
@@ -84,6 +85,7 @@ class MainScreen(FrameTickScreen):
         self._created: set[str] = set()
         self._badges_at = 0.0
         self._elsewhere = ""  # where the answer writes, when the review is not following it
+        self._can_undo = False  # the journal holds an accept to undo (checked in a thread)
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -127,6 +129,24 @@ class MainScreen(FrameTickScreen):
             self.run_worker(self.session.provider.warm(), group="warm")
         if self.watch_files:
             self.run_worker(self._watch(), group="watch")
+        self.run_worker(self._recover(), group="recover")
+
+    async def _recover(self) -> None:
+        """An accept or undo a crash left half-done is completed before anything else."""
+        try:
+            done = await self.session.recover()
+        except (Busy, OSError) as exc:
+            self.notify(f"an interrupted accept or undo is not complete: {exc}", severity="error")
+            return
+        for e in done:
+            notes = "".join(f"; {n}" for n in e.notes)
+            self.notify(f"completed an interrupted {e.op}: {e.label}{notes}", severity="warning",
+                        timeout=10)
+        await self._check_undo()
+
+    async def _check_undo(self) -> None:
+        self._can_undo = await self.session.journal_undoable()
+        self.refresh_bindings()
 
     def on_resize(self, event) -> None:
         # narrow terminals: a slimmer tree and side pane, then no tree (c and @path still work)
@@ -568,14 +588,19 @@ class MainScreen(FrameTickScreen):
             self.session.review.reject_all()
             self.frame()
 
-    async def _carry_out(self, plan: AcceptPlan) -> Outcome:
+    async def _carry_out(self, plan: AcceptPlan) -> Outcome | None:
         review = self.session.review
         assert review is not None
-        out = await review.apply_async(plan)
+        try:
+            out = await review.apply_async(plan)
+        except (Busy, OSError) as exc:  # another steer holds the repository, a full disk...
+            self.notify(f"nothing was written: {exc}", severity="error", timeout=8)
+            return None
         for msg in out.messages:
             self.notify(msg, severity="warning", timeout=6)
         if out.accepted:
             self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
+            self._can_undo = True
         self.frame()
         return out
 
@@ -596,17 +621,15 @@ class MainScreen(FrameTickScreen):
         diff.refresh()
 
     async def action_undo(self) -> None:
-        review = self.session.review
-        if review is None:
-            self.notify("nothing to undo in this session", timeout=3)
-            return
+        """The last accept, this session's or an earlier one's: the same as `steer undo`."""
         try:
-            label = await review.undo_async()
-        except UndoRefused as exc:
+            label = await self.session.undo()
+        except (UndoRefused, Busy, OSError) as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return
         self.notify(f"undone: {label}", timeout=3)
         self.frame()
+        await self._check_undo()
 
     async def action_edit_hunk(self) -> None:
         _, h = self._current()
@@ -706,7 +729,7 @@ class MainScreen(FrameTickScreen):
     @property
     def can_undo(self) -> bool:
         review = self.session.review
-        return review is not None and review.can_undo
+        return self._can_undo or (review is not None and review.can_undo)
 
     @property
     def has_queue(self) -> bool:

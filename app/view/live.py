@@ -114,5 +114,7 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
         "accepted": outcome.accepted if outcome else [],
         "conflicts": outcome.conflicts if outcome else [],
         "written": outcome.written if outcome else [],
+        "not_written": outcome.not_written if outcome else [],
+        "recovered": outcome.recovered if outcome else [],
         "diff": unified(pending),
     }

@@ -50,6 +50,7 @@ class OldEnd:
 class EditEnd:
     complete: bool = True
     error: str | None = None  # the format was broken inside this edit
+    refused: bool = False  # the text was ambiguous: drop the edit, keep none of its lines
 
 
 @dataclass(slots=True)

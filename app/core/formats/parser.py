@@ -21,11 +21,22 @@ recognises all three, line by line:
 - whole files: a path line, then a fenced block that does not start with a SEARCH marker.
   Only when `whole` is allowed (the prompt asked for it): otherwise a snippet after a file
   name would read as "replace the file with this snippet".
+
+Read as a careful reader would, not as the first marker says:
+- a whole file may hold fenced blocks of its own (a README): a fence with an info string
+  (```sh) opens a block inside the file and the next bare fence closes it, so the file is
+  not cut at its first inner fence. A bare fence could still open a block inside the file
+  or close the whole one; for documents (and files that showed inner fences) the parser
+  looks past the close: if a bare fence follows before the next edit, both readings hold
+  and the edit is refused with a message instead of guessed.
+- a SEARCH/REPLACE block has exactly one `=======` divider. A second one (an RST or
+  Markdown underline in the text) makes the split ambiguous: the edit is refused.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 from app.core.formats.apply_patch import OUTSIDE as PATCH_DONE
 from app.core.formats.apply_patch import ApplyPatchParser
@@ -36,8 +47,13 @@ SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
 DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\b.*$")
 
-PROSE, PATCH, OLD, NEW, SKIP, OPENED, WHOLE, CODE = range(8)
+PROSE, PATCH, OLD, NEW, SKIP, OPENED, WHOLE, CODE, CLOSING = range(9)
 HOLD = 3  # prose lines held back: they may turn out to be a block's file name and fence
+# files whose text is likely to hold fenced blocks of its own
+DOCUMENTS = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc", ".asciidoc", ".org",
+                       ".rmd", ".qmd", ".ipynb"})
+TWO_DIVIDERS = ("the block has a second ======= line (an underline in the text?), so where "
+                "SEARCH ends is ambiguous; refused, nothing of it applied")
 
 
 class EditParser(StreamParser):
@@ -52,6 +68,10 @@ class EditParser(StreamParser):
         self.fence = ""
         self.opened: list[str] = []  # path and fence lines, until we know what the block is
         self.in_fence = False  # SEARCH blocks inside a fence: its closing line is not prose
+        self.nest: list[str] = []  # whole file: fences of blocks open inside it
+        self.nested = False  # whole file: it showed fenced blocks of its own
+        self.after: list[str] = []  # CLOSING: lines after a close that may not be one
+        self.after_block: str | None = None  # CLOSING: fence of a prose block open there
         self.patch = ApplyPatchParser(known_paths)
 
     @property
@@ -69,6 +89,9 @@ class EditParser(StreamParser):
                 out.append(EditEnd(False, "block without >>>>>>> REPLACE"))
                 self.state = PROSE
                 self._line(line, out)
+            elif DIVIDER.match(line):
+                out.append(EditEnd(False, TWO_DIVIDERS, refused=True))
+                self.state = SKIP
             else:
                 out.append(Line("+", line))
         elif state == OLD:
@@ -83,11 +106,9 @@ class EditParser(StreamParser):
             else:
                 out.append(Line("-", line))
         elif state == WHOLE:
-            if self._closes(line):
-                out.append(EditEnd())
-                self.state = PROSE
-            else:
-                out.append(Line("+", line))
+            self._whole_line(line, out)
+        elif state == CLOSING:
+            self._closing_line(line, out)
         elif state == PATCH:
             self.patch._line(line, out)
             if self.patch.state == PATCH_DONE:
@@ -100,6 +121,7 @@ class EditParser(StreamParser):
             elif self.whole and not self._closes(line):
                 out.append(EditBegin(self.path, "whole"))
                 self.state = WHOLE
+                self.nest, self.nested = [], False
                 self._line(line, out)
             else:
                 out.extend(Prose(t) for t in opened)
@@ -153,6 +175,68 @@ class EditParser(StreamParser):
         else:
             self.path, self.opened, self.state = path, opened, OPENED
 
+    # -- whole files: where does the block end? ---------------------------------------------
+    def _whole_line(self, line: str, out: list[ParseEvent]) -> None:
+        m = FENCE.match(line.strip())
+        if m is None:
+            out.append(Line("+", line))
+            return
+        run, info = m["fence"], m["info"].strip()
+        if self.nest:  # inside a block of the file only its own closing fence counts
+            top = self.nest[-1]
+            if not info and run[0] == top[0] and len(run) >= len(top):
+                self.nest.pop()
+            out.append(Line("+", line))
+            return
+        if info or run[0] != self.fence[0] or len(run) < len(self.fence):
+            # an opening with an info string, or a fence that cannot close ours: a block inside
+            self.nest.append(run)
+            self.nested = True
+            out.append(Line("+", line))
+            return
+        if self.nested or PurePosixPath(self.path).suffix.lower() in DOCUMENTS:
+            self.state, self.after, self.after_block = CLOSING, [], None  # look past it first
+            return
+        out.append(EditEnd())
+        self.state = PROSE
+
+    def _closing_line(self, line: str, out: list[ParseEvent]) -> None:
+        """After a bare fence closed a document's block: the next edit, or the end, confirms
+        the close; a bare fence opening a block first means it may have opened one in the file."""
+        stripped = line.strip()
+        m = FENCE.match(stripped)
+        if self.after_block is not None:  # a code block in the prose after the file
+            if m is not None and not m["info"].strip() and m["fence"][0] == self.after_block[0] \
+                    and len(m["fence"]) >= len(self.after_block):
+                self.after_block = None
+            self.after.append(line)
+            return
+        if stripped == "*** Begin Patch" or SEARCH.match(line):
+            return self._closed(out, line)
+        if m is not None:
+            before = next((t for t in reversed(self.after) if t.strip()), None)
+            if before is not None and self.looks_like_path(before):
+                return self._closed(out, line)  # the next file's block
+            if m["info"].strip():
+                self.after_block = m["fence"]
+            else:
+                fence = self.fence
+                out.append(EditEnd(False, f"a {fence} line inside the file could end its code "
+                                   f"block or open one in it, so where {self.path} ends is "
+                                   f"ambiguous; refused (fence such a file with {fence[0] * (len(fence) + 1)})",
+                                   refused=True))
+                return self._closed(out, line, ended=True)
+        self.after.append(line)
+
+    def _closed(self, out: list[ParseEvent], line: str | None, ended: bool = False) -> None:
+        """The whole-file block is over: read what was held after it (and `line`) as usual."""
+        if not ended:
+            out.append(EditEnd())
+        self.state = PROSE
+        after, self.after, self.after_block = self.after, [], None
+        for t in after + ([line] if line is not None else []):
+            self._line(t, out)
+
     # -- helpers ---------------------------------------------------------------------------
     def _hold(self, line: str, out: list[ParseEvent]) -> None:
         self.held.append(line)
@@ -192,9 +276,17 @@ class EditParser(StreamParser):
         self.state = OLD
 
     def _end(self, out: list[ParseEvent], complete: bool) -> None:
+        if self.state == CLOSING:  # nothing after the close contradicted it
+            self._closed(out, None)
         why = "the answer stopped" if not complete else "the answer ended"
         if self.state in (OLD, NEW):
             out.append(EditEnd(False, f"{why} inside a SEARCH/REPLACE block"))
+        elif self.state == WHOLE and complete and self.nested:
+            # the answer is whole but the block never closed: its inner fences were not paired
+            # as they were read, and another reading would end the file elsewhere
+            out.append(EditEnd(False, f"the fences inside the code block for {self.path} do not "
+                               "pair up, so where the file ends is ambiguous; refused",
+                               refused=True))
         elif self.state == WHOLE:
             out.append(EditEnd(False, f"{why} inside the code block for {self.path}"))
         elif self.state == PATCH:
