@@ -36,13 +36,9 @@ def _provider_flags(p: argparse.ArgumentParser) -> None:
 
 def find_root(start: Path) -> Path:
     """The repository's top level when `start` is inside one, else `start` itself."""
-    try:
-        import git
+    from app.core.git import find_root as git_root
 
-        top = git.Repo(start, search_parent_directories=True).working_tree_dir
-        return Path(top) if top else start
-    except Exception:  # not a git repository (or no git): the folder is the workspace
-        return start
+    return git_root(start)
 
 
 def settings_from(args: argparse.Namespace):
