@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.core.diff import FileDiff, HunkState, PendingDiff
+from app.core.diff import HunkState, PendingDiff
 from app.core.linediff import Change, rebase
-from app.core.textfile import NotText, decode, encode
+from app.core.textfile import NotText, TextFormat, decode, encode
 
 NOT_A_REPO = "not a git repository: nothing to stage or commit"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's well-known empty tree
@@ -90,6 +90,41 @@ class StageResult:
     @property
     def ok(self) -> bool:
         return not self.messages
+
+
+@dataclass(frozen=True)
+class StageItem:
+    """What staging needs to know about one file, taken from the pending diff where it lives
+    (the git work then runs in a thread, on this copy)."""
+
+    path: str
+    base: tuple[str, ...]  # the pending diff's base lines ((): the file did not exist)
+    base_exists: bool
+    fmt: TextFormat  # for a file git does not have yet
+    edits: tuple[Change, ...]  # accepted hunks: base range -> the lines written
+    ids: tuple[int, ...]
+    everything: bool  # every hunk of the file is accepted
+    deleted: bool  # the proposal deletes the file
+    move_to: str | None
+
+
+def stage_items(pending: PendingDiff, paths: Iterable[str] | None = None) -> list[StageItem]:
+    """The accepted hunks of each file (of `paths`, default all)."""
+    wanted = set(paths) if paths is not None else None
+    items = []
+    for fd in pending.files.values():
+        if wanted is not None and fd.path not in wanted:
+            continue
+        accepted = sorted((h for h in fd.hunks if h.state == HunkState.ACCEPTED),
+                          key=lambda h: (h.base_start, h.base_end))
+        if not accepted:
+            continue
+        items.append(StageItem(
+            fd.path, tuple(fd.base.lines) if fd.base.exists else (), fd.base.exists, fd.base.fmt,
+            tuple(Change(h.base_start, h.base_end, tuple(h.applied or [])) for h in accepted),
+            tuple(h.id for h in accepted), all(h.state == HunkState.ACCEPTED for h in fd.hunks),
+            fd.deleted, fd.move_to))
+    return items
 
 
 @dataclass
@@ -164,8 +199,11 @@ class GitRepo:
                 return self._exec(args, fh, check)
 
     def _exec(self, args, istream, check: bool) -> tuple[int, bytes, str]:
+        # reads never take the index lock to refresh it: steer watches the index, and its
+        # own `git status` must not look like someone else's change (nor block theirs)
+        lock = [] if args[0] in ("apply", "commit") else ["--no-optional-locks"]
         status, out, err = self.repo.git.execute(
-            ["git", *args], istream=istream, with_extended_output=True, with_exceptions=False,
+            ["git", *lock, *args], istream=istream, with_extended_output=True, with_exceptions=False,
             stdout_as_string=False, strip_newline_in_stdout=False)
         err = err.decode("utf-8", "replace") if isinstance(err, bytes) else err
         if check and status != 0:
@@ -260,6 +298,10 @@ class GitRepo:
 
     # -- staging exactly what was accepted ---------------------------------------------
     def stage_accepted(self, pending: PendingDiff, paths: Iterable[str] | None = None) -> StageResult:
+        """`stage(stage_items(pending, paths))`, for callers without an event loop."""
+        return self.stage(stage_items(pending, paths))
+
+    def stage(self, items: Iterable[StageItem]) -> StageResult:
         """Stage the accepted hunks (and only them) of each file: a patch from the index's
         version of the file to that version plus the accepted hunks, applied to the index.
         The user's other changes in the same files stay unstaged. Refuses, staging nothing,
@@ -269,20 +311,15 @@ class GitRepo:
         if why:
             result.messages.append(why)
             return result
-        wanted = set(paths) if paths is not None else None
         patches: list[tuple[list[str], bytes]] = []
-        for fd in pending.files.values():
-            if wanted is not None and fd.path not in wanted:
-                continue
-            if not any(h.state == HunkState.ACCEPTED for h in fd.hunks):
-                continue
+        for item in items:
             try:
-                made = self._file_patch(fd)
+                made = self._file_patch(item)
             except (GitError, NotText) as exc:
-                result.messages.append(f"{fd.path}: {exc}; not staged")
+                result.messages.append(f"{item.path}: {exc}; not staged")
                 continue
             if made is None:
-                result.unchanged.append(fd.path)
+                result.unchanged.append(item.path)
             else:
                 patches.append(made)
         if result.messages:  # all or nothing: a partial stage would be a surprise
@@ -307,34 +344,31 @@ class GitRepo:
         _, blob, _ = self._git("cat-file", "blob", sha)
         return mode, blob
 
-    def _file_patch(self, fd: FileDiff) -> tuple[list[str], bytes] | None:
-        accepted = sorted((h for h in fd.hunks if h.state == HunkState.ACCEPTED),
-                          key=lambda h: (h.base_start, h.base_end))
-        everything = all(h.state == HunkState.ACCEPTED for h in fd.hunks)
-        entry = self._index_entry(fd.path)
-        if entry is None and fd.base.exists:
+    def _file_patch(self, item: StageItem) -> tuple[list[str], bytes] | None:
+        """(paths, patch) taking the index to the index plus `item`'s accepted hunks, or
+        None when the index has them already."""
+        path = item.path
+        entry = self._index_entry(path)
+        if entry is None and item.base_exists:
             raise GitError("the file is not tracked; stage it yourself with git add")
-        mode, before = entry if entry is not None else (_mode(self.root / fd.path), b"")
-        lines, fmt = decode(before, fd.path) if entry is not None else ([], fd.base.fmt)
-        ancestor = fd.base.lines if fd.base.exists else []
-        edits = [Change(h.base_start, h.base_end, tuple(h.applied or [])) for h in accepted]
-        merged, bad = rebase(ancestor, lines, edits, same_ok=True)
+        mode, before = entry if entry is not None else (_mode(self.root / path), b"")
+        lines, fmt = decode(before, path) if entry is not None else ([], item.fmt)
+        merged, bad = rebase(item.base, lines, item.edits, same_ok=True)
         if bad:
-            first = accepted[bad[0]]
-            raise GitError(f"the index differs from the accepted hunk #{first.id}'s lines "
-                           f"(line {first.base_start + 1}); stage it by hand")
-        gone = everything and fd.deleted and not (self.root / fd.path).exists()
-        moved = everything and fd.move_to and not (self.root / fd.path).exists()
+            edit = item.edits[bad[0]]
+            raise GitError(f"the index differs from the lines accepted hunk #{item.ids[bad[0]]} "
+                           f"changes (line {edit.a1 + 1}); stage it by hand")
+        on_disk = (self.root / path).exists()
         after = encode(merged, fmt, lines if entry is not None else None)
-        if moved:
-            target_mode = _mode(self.root / fd.move_to)  # type: ignore[operator]
-            patch = _patch(fd.path, before, None, mode) + _patch(fd.move_to, None, after, target_mode)  # type: ignore[arg-type]
-            return [fd.path, fd.move_to], patch  # type: ignore[list-item]
-        if gone:
-            return ([fd.path], _patch(fd.path, before, None, mode)) if entry is not None else None
+        if item.everything and item.move_to and not on_disk:
+            target_mode = _mode(self.root / item.move_to)
+            removal = _patch(path, before, None, mode) if entry is not None else b""
+            return [path, item.move_to], removal + _patch(item.move_to, None, after, target_mode)
+        if item.everything and item.deleted and not on_disk:
+            return ([path], _patch(path, before, None, mode)) if entry is not None else None
         if entry is not None and after == before:
             return None
-        return [fd.path], _patch(fd.path, before if entry is not None else None, after, mode)
+        return [path], _patch(path, before if entry is not None else None, after, mode)
 
     # -- committing ------------------------------------------------------------------------
     def staged_diff(self) -> str:

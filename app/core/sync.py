@@ -1,0 +1,268 @@
+"""Keeping steer in step with the working tree and git, whatever changes them.
+
+`Sync` consumes the watcher's batches (working tree and git state, app/core/watch.py) and
+turns each burst into one `SyncUpdate` the UI applies as it is: the paths that changed, the
+files rebased (app/core/rebase.py) with the hunks that moved or became conflicts, and, in a
+repository, the new status (staged and unstaged apart), the branch, the file list when files
+came or went, and whether HEAD or the index moved (so an open HEAD diff is fetched again).
+
+Bursts are coalesced: what arrives while a refresh runs is taken in one go afterwards, and
+while git holds its index lock (a checkout, a rebase, a pull rewriting thousands of files)
+or a batch is large, we wait for quiet first, so a 10,000-file checkout is one refresh.
+File reads, diffs against the expectation and every git call run in threads; the event loop
+only applies the results.
+
+Accept and undo write files too: hold `Sync.lock` across their write and their commit
+(Review.execute + Review.commit), so a rebase never sees steer's own write half recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from app.core import rebase
+from app.core.diff import PendingDiff
+from app.core.git import NOT_A_REPO, CommitResult, FileStatus, GitRepo, StageResult, stage_items
+from app.core.repo import walk_files
+from app.core.watch import Changes, Watcher, git_dirs_of
+from app.core.workspace import Workspace
+
+_DUE = "due"
+
+
+@dataclass
+class SyncUpdate:
+    paths: set[str] = field(default_factory=set)  # working-tree paths that changed
+    git_changed: bool = False  # HEAD, the index or refs moved: refetch HEAD/index diffs
+    status: dict[str, FileStatus] | None = None  # None: unchanged, or not a repository
+    branch: str | None = None  # set when it was read again
+    files: list[str] | None = None  # the whole file list, when files came or went
+    rebased: list[rebase.Rebased] = field(default_factory=list)
+    batches: int = 0  # watcher batches this update coalesces
+    first_event: float = 0.0  # perf_counter when the first of them arrived
+    done: float = 0.0  # perf_counter when this update was ready
+
+    @property
+    def conflicts(self) -> list[int]:
+        return [h.id for r in self.rebased for h in r.conflicts]
+
+
+class _Burst:
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+        self.git: set[str] = set()
+        self.due: set[str] = set()
+        self.batches = 0
+        self.first = time.perf_counter()
+
+    def add(self, item: Changes | tuple[str, str]) -> None:
+        if isinstance(item, Changes):
+            self.batches += 1
+            self.files.update(item.files)
+            self.git |= item.git
+        else:
+            self.due.add(item[1])
+
+    @property
+    def size(self) -> int:
+        return len(self.files) + len(self.git)
+
+
+class Sync:
+    def __init__(self, ws: Workspace, git: GitRepo | None,
+                 pending: Callable[[], PendingDiff | None], *, lock: asyncio.Lock | None = None,
+                 quiet: float = 0.15, burst: int = 300, settle_limit: float = 30.0) -> None:
+        self.ws = ws
+        self.git = git
+        self.pending = pending
+        self.lock = lock or asyncio.Lock()
+        self.quiet = quiet  # a burst is over after this long without events
+        self.burst = burst  # from this many paths on, wait for quiet before refreshing
+        self.settle_limit = settle_limit  # never wait longer than this for git to finish
+        self._queue: asyncio.Queue[Changes | tuple[str, str]] = asyncio.Queue()
+        self._hooked: PendingDiff | None = None
+        self._owns_git = False
+        self.watcher: Watcher | None = None
+
+    @classmethod
+    def open(cls, ws: Workspace, pending: Callable[[], PendingDiff | None], **kw) -> Sync:
+        """A Sync with its own long-lived GitRepo (None outside a repository), closed by
+        `aclose`."""
+        sync = cls(ws, GitRepo.open(ws.root), pending, **kw)
+        sync._owns_git = True
+        return sync
+
+    async def aclose(self) -> None:
+        if self.watcher is not None:
+            await asyncio.to_thread(self.watcher.stop)
+            self.watcher = None
+        if self._owns_git and self.git is not None:
+            await asyncio.to_thread(self.git.close)
+            self.git = None
+
+    # -- the first picture -----------------------------------------------------------------
+    async def initial(self) -> SyncUpdate:
+        """Files, status and branch for the first paint."""
+        t0 = time.perf_counter()
+        if self.git is None:
+            files = await asyncio.to_thread(walk_files, self.ws.root)
+            return SyncUpdate(files=files, first_event=t0, done=time.perf_counter())
+        git = self.git
+        files, status, branch = await asyncio.to_thread(
+            lambda: (git.list_files(), git.status(), git.branch()))
+        return SyncUpdate(files=files, status=status, branch=branch, git_changed=True,
+                          first_event=t0, done=time.perf_counter())
+
+    # -- following changes -----------------------------------------------------------------
+    async def updates(self, stop: asyncio.Event | None = None) -> AsyncIterator[SyncUpdate]:
+        """Watch until `stop` is set, yielding one update per coalesced burst."""
+        loop = asyncio.get_running_loop()
+        self.watcher = Watcher(self.ws.root, git_dirs_of(self.git))
+        self.watcher.start(self._queue.put_nowait, loop)
+        self._hook(self.pending())
+        stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        try:
+            while True:
+                getter = asyncio.ensure_future(self._queue.get())
+                done, _ = await asyncio.wait({getter} | ({stopper} if stopper else set()),
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    return
+                burst = _Burst()
+                burst.add(getter.result())
+                await self._coalesce(burst)
+                yield await self.refresh(burst)
+        finally:
+            if stopper is not None:
+                stopper.cancel()
+            if self.watcher is not None:
+                await asyncio.to_thread(self.watcher.stop)
+                self.watcher = None
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until the watcher's watches are in place (tests and benchmarks start here)."""
+        deadline = time.monotonic() + timeout
+        while self.watcher is None or not self.watcher.ready.is_set():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the file watcher did not start")
+            await asyncio.sleep(0.01)
+
+    async def _coalesce(self, burst: _Burst) -> None:
+        """Take what is queued; while the burst is big or git is mid-operation, wait until
+        it has been quiet for a moment."""
+        while True:
+            while not self._queue.empty():
+                burst.add(self._queue.get_nowait())
+            if burst.size < self.burst and not self._git_busy():
+                return
+            if time.perf_counter() - burst.first > self.settle_limit:
+                return
+            try:
+                burst.add(await asyncio.wait_for(self._queue.get(), self.quiet))
+            except TimeoutError:
+                if not self._git_busy():
+                    return
+
+    def _git_busy(self) -> bool:
+        git = self.git
+        return git is not None and os.path.exists(git.git_dir / "index.lock")
+
+    def _hook(self, pending: PendingDiff | None) -> None:
+        """Files a rebase had to put off (an edit was streaming into them) come back here."""
+        if pending is not None and pending is not self._hooked:
+            pending.on_due = lambda path: self._queue.put_nowait((_DUE, path))
+            self._hooked = pending
+
+    async def refresh(self, burst: _Burst | Changes | None = None) -> SyncUpdate:
+        """One update for a batch of changes (the watcher's, or one given by a caller)."""
+        if not isinstance(burst, _Burst):
+            b = _Burst()
+            if burst is not None:
+                b.add(burst)
+            burst = b
+        update = SyncUpdate(paths=set(burst.files), git_changed=bool(burst.git),
+                            batches=burst.batches, first_event=burst.first)
+        pending = self.pending()
+        self._hook(pending)
+        if pending is not None:
+            targets = (set(burst.files) | burst.due) & set(pending.files)
+            if update.git_changed:  # a checkout or reset may have rewritten any of them
+                targets |= set(pending.files)
+            if targets:
+                update.rebased = await self._rebase(pending, sorted(targets), burst.files)
+        came_or_went = any(kind != "modified" for kind in burst.files.values())
+        if burst.files or burst.git:
+            await self._read_git(update, came_or_went)
+        update.done = time.perf_counter()
+        return update
+
+    async def _rebase(self, pending: PendingDiff, paths: list[str],
+                      batch: dict[str, str]) -> list[rebase.Rebased]:
+        created = [p for p, kind in batch.items() if kind != "deleted" and p not in pending.files]
+        out = []
+        async with self.lock:
+            expects = [rebase.expectation(pending.files[p]) for p in paths]
+            reads = await asyncio.to_thread(_read_all, self.ws, expects, created)
+            for expect, read in zip(expects, reads, strict=True):
+                fd = pending.files.get(expect.path)
+                if fd is None:
+                    continue
+                done = rebase.apply(fd, read)
+                if done.any or done.deferred:
+                    out.append(done)
+        return out
+
+    async def _read_git(self, update: SyncUpdate, came_or_went: bool) -> None:
+        git = self.git
+        if git is None:
+            if came_or_went:
+                update.files = await asyncio.to_thread(walk_files, self.ws.root)
+            return
+        branch = update.git_changed
+        files = came_or_went or update.git_changed
+
+        def read():
+            return (git.status(), git.branch() if branch else None,
+                    git.list_files() if files else None)
+
+        update.status, update.branch, update.files = await asyncio.to_thread(read)
+
+    # -- git actions, off the event loop ---------------------------------------------------
+    async def stage(self, pending: PendingDiff, paths=None) -> StageResult:
+        """Stage exactly the accepted hunks (see GitRepo.stage)."""
+        if self.git is None:
+            return StageResult(messages=[NOT_A_REPO])
+        return await asyncio.to_thread(self.git.stage, stage_items(pending, paths))
+
+    async def commit(self, message: str) -> CommitResult:
+        if self.git is None:
+            return CommitResult(False, NOT_A_REPO)
+        return await asyncio.to_thread(self.git.commit, message)
+
+
+def _read_all(ws: Workspace, expects: list[rebase.Expectation],
+              created: list[str]) -> list[rebase.DiskRead]:
+    reads = [rebase.read_disk(ws, e) for e in expects]
+    for read, expect in zip(reads, expects, strict=True):
+        if read.snapshot is None and read.reason.endswith("was deleted outside steer"):
+            to = _renamed_to(ws, expect, created)
+            if to:
+                read.reason = f"{expect.path} was renamed to {to} outside steer"
+    return reads
+
+
+def _renamed_to(ws: Workspace, expect: rebase.Expectation, created: list[str]) -> str | None:
+    """A file that appeared in the same batch with the content the lost one had."""
+    for path in created[:50]:
+        try:
+            snap = ws.snapshot(path)
+        except (ValueError, OSError):
+            continue
+        if snap.exists and snap.lines == expect.lines:
+            return path
+    return None
