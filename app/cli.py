@@ -56,6 +56,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("-C", dest="directory", default=".", help="work in this directory")
     p.add_argument("--accept", choices=("all", "none"), default="none",
                    help="write the proposal to disk (default: none, only print it)")
+    p.add_argument("--stage", action="store_true",
+                   help="with --accept all: stage exactly the accepted hunks in git (like git add -p;"
+                        " your other changes stay unstaged)")
     p.add_argument("--json", action="store_true", help="print a JSON report instead of the diff")
     p.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer to stderr")
     _provider_flags(p)
@@ -63,7 +66,10 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(argv: list[str]) -> int:
-    args = _run_parser().parse_args(argv)
+    parser = _run_parser()
+    args = parser.parse_args(argv)
+    if args.stage and args.accept != "all":
+        parser.error("--stage stages what --accept all wrote: give both")
     try:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
@@ -86,6 +92,10 @@ async def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     cwd = Path(args.directory).resolve()
     ws = Workspace(find_root(cwd))
+    repo, refused = _open_for_staging(args, ws)
+    if refused is not None:
+        await provider.aclose()
+        return refused
     try:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
         session = Session(ws, provider, fmt=settings.format, context=context,
@@ -95,6 +105,8 @@ async def _run(args: argparse.Namespace) -> int:
     except ContextError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         await provider.aclose()
+        if repo is not None:
+            repo.close()
         return EXIT_USAGE
     ticker = asyncio.create_task(live.follow(session))
     try:
@@ -127,11 +139,52 @@ async def _run(args: argparse.Namespace) -> int:
         if outcome.written:
             print(f"steer: accepted {len(outcome.accepted)} hunk(s), wrote {', '.join(outcome.written)}",
                   file=sys.stderr)
+    staged = _stage(repo, pending, outcome) if repo is not None else None
+    if staged is not None and not staged.ok:
+        code = EXIT_EDITS
     if args.json:
-        print(json.dumps(report(session, turn, outcome, code), indent=2))
+        data = report(session, turn, outcome, code)
+        if repo is not None:
+            data["staged"] = staged.staged if staged else []
+            data["stage_messages"] = staged.messages if staged else []
+        print(json.dumps(data, indent=2))
     else:
         sys.stdout.write(unified(pending))
     return code
+
+
+def _open_for_staging(args: argparse.Namespace, ws):
+    """(GitRepo, None) when --stage can work here, (None, exit code) when it cannot (said
+    before anything is asked or written), (None, None) without --stage."""
+    if not args.stage:
+        return None, None
+    from app.core.git import NOT_A_REPO, GitRepo
+
+    repo = GitRepo.open(ws.root)
+    if repo is None:
+        print(f"steer: {NOT_A_REPO}; nothing was asked or written", file=sys.stderr)
+        return None, EXIT_USAGE
+    why = repo.refusal()
+    if why:
+        repo.close()
+        print(f"steer: {why}", file=sys.stderr)
+        return None, EXIT_EDITS
+    return repo, None
+
+
+def _stage(repo, pending, outcome):
+    """Stage what the accept wrote (nothing when it wrote nothing), then let the repo go."""
+    from app.core.git import StageResult
+
+    try:
+        result = repo.stage_accepted(pending) if outcome and outcome.accepted else StageResult()
+    finally:
+        repo.close()
+    for msg in result.messages:
+        print(f"steer: {msg}", file=sys.stderr)
+    if result.staged:
+        print(f"steer: staged the accepted hunks of {', '.join(result.staged)}", file=sys.stderr)
+    return result
 
 
 # -- steer undo --------------------------------------------------------------------------------

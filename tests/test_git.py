@@ -302,3 +302,56 @@ def test_the_accepted_states_are_what_is_staged(root):
     with GitRepo.open(root) as repo:
         result = repo.stage_accepted(pending)
     assert result.ok and result.staged == [] and git(root, "diff", "--cached") == ""
+
+
+# -- a commit message proposed by the model -------------------------------------------------------
+async def test_the_model_proposes_a_message_from_the_staged_diff(root):
+    from app.core.commit_message import propose
+    from app.providers.openai_chat import OpenAIChat
+    from app.server.chat_server import ChatServer
+
+    ws, pending, _ = _accept_line_10(root, SRC)
+    server = ChatServer(replay="```\nCommit message: Spell out line ten\n\nThe number reads better.\n```\n")
+    await server.start()
+    provider = OpenAIChat(server.base_url, "replay")
+    try:
+        with GitRepo.open(root) as repo:
+            repo.stage_accepted(pending)
+            diff = repo.staged_diff()
+            message = await propose(provider, diff)
+            assert message == "Spell out line ten\n\nThe number reads better."
+            assert repo.commit(message).ok
+        sent = server.stats.bodies[0]["messages"]
+        assert "+line ten b" in sent[-1]["content"] and "commit message" in sent[0]["content"]
+        assert git(root, "log", "-1", "--format=%s").strip() == "Spell out line ten"
+    finally:
+        await provider.aclose()
+        await server.close()
+
+
+async def test_a_failing_back_end_says_why(root):
+    from app.core.commit_message import ProposalFailed, propose
+    from app.providers.openai_chat import OpenAIChat
+    from app.server.chat_server import ChatServer, Faults
+
+    server = ChatServer(replay="x", faults=Faults(status=500))
+    await server.start()
+    provider = OpenAIChat(server.base_url, "replay", retries=0)
+    try:
+        with pytest.raises(ProposalFailed, match="injected failure|500"):
+            await propose(provider, "diff --git a/x b/x\n+x\n")
+        with pytest.raises(ProposalFailed, match="nothing is staged"):
+            await propose(provider, "")
+    finally:
+        await provider.aclose()
+        await server.close()
+
+
+def test_tidy_gives_git_shape():
+    from app.core.commit_message import tidy
+
+    assert tidy('"Fix the parser"') == "Fix the parser"
+    long = "Make the thing that does the other thing do it a great deal faster than before today"
+    out = tidy(long)
+    assert len(out) <= 72 and long.startswith(out)
+    assert tidy("\n\nSummary: Add x\nbody line\n") == "Add x\n\nbody line"

@@ -25,8 +25,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from app.core import rebase
+from app.core.commit_message import ProposalFailed, propose
 from app.core.diff import PendingDiff
 from app.core.git import NOT_A_REPO, CommitResult, FileStatus, GitRepo, StageResult, stage_items
+from app.core.provider import Provider
 from app.core.repo import walk_files
 from app.core.watch import Changes, Watcher, git_dirs_of
 from app.core.workspace import Workspace
@@ -238,6 +240,13 @@ class Sync:
         if self.git is None:
             return StageResult(messages=[NOT_A_REPO])
         return await asyncio.to_thread(self.git.stage, stage_items(pending, paths))
+
+    async def propose_message(self, provider: Provider) -> str:
+        """A commit message for what is staged, proposed by `provider` (show it for editing;
+        raises commit_message.ProposalFailed)."""
+        if self.git is None:
+            raise ProposalFailed(NOT_A_REPO)
+        return await propose(provider, await asyncio.to_thread(self.git.staged_diff))
 
     async def commit(self, message: str) -> CommitResult:
         if self.git is None:
