@@ -63,6 +63,7 @@ class Watching:
         self.session: Session | None = None
 
     async def __aenter__(self) -> Watching:
+        self.first = await self.sync.initial()  # what the first paint shows
         self.stop = asyncio.Event()
         self.task = asyncio.create_task(self._follow())
         await self.sync.wait_ready()
@@ -114,8 +115,9 @@ async def test_external_edit_after_the_stream_rebases_within_one_update(root):
         await edit(root / "f.txt", "line 11\n", "line 11 (mine)\n")
         await w.until(lambda: h10.state == HunkState.CONFLICT)
         assert h10.old == ["line 10", "line 11 (mine)"] and h10.new == ["ten", "eleven"]
-        assert any(h10.id in u.conflicts for u in w.updates)
-        assert any("f.txt" in u.paths and u.status["f.txt"].unstaged for u in w.updates)
+        await w.until(lambda: any(h10.id in u.conflicts for u in w.updates))
+        await w.until(lambda: any("f.txt" in u.paths and u.status and u.status["f.txt"].unstaged
+                                  for u in w.updates))
 
 
 async def test_a_real_stream_continues_against_the_users_new_text(root):
@@ -278,9 +280,12 @@ async def test_a_10000_file_checkout_is_one_refresh(tmp_path):
         await run("git", "checkout", "-q", "other", cwd=root)
         await w.until(lambda: w.updates and w.updates[-1].branch == "other", timeout=60)
         await w.quiet(1.0)
-    assert len(w.updates) == 1, [(len(u.paths), u.batches) for u in w.updates]
-    (update,) = w.updates
+    # one burst, one refresh (delivered in phases: the index side first, then the full status)
+    assert len({u.first_event for u in w.updates}) == 1, [(len(u.paths), u.batches) for u in w.updates]
+    assert len(w.updates) <= 2
+    update = w.updates[-1]
     assert len(update.paths) == 10_000 and update.batches > 1 and update.status == {}
+    assert update.files is not None and len(update.files) == 10_000
 
 
 async def test_outside_a_repository_files_still_sync(tmp_path):
@@ -324,3 +329,35 @@ async def test_stage_and_commit_through_sync(root):
         assert result.ok
         await w.until(lambda: w.updates[-1].status["f.txt"].index == " ")
     assert "+line 1 (mine)" in git(root, "diff") and "+three" not in git(root, "diff")
+
+
+async def test_a_few_changed_files_update_status_and_file_list_in_place(root):
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "untracked.txt").write_text("u\n")
+    async with Watching(root) as w:
+        assert w.first.status["untracked.txt"].untracked and "untracked.txt" in w.first.files
+        (root / "new.txt").write_text("n\n")
+        (root / "debug.log").write_text("ignored\n")
+        await w.until(lambda: w.updates and w.updates[-1].files is not None
+                      and "new.txt" in w.updates[-1].files)
+        last = w.updates[-1]
+        assert "debug.log" not in last.files and "untracked.txt" in last.status
+        assert last.status["new.txt"].untracked and "debug.log" not in last.status
+        await edit(root / "g.txt", "g\n", "g2\n")
+        await w.until(lambda: "g.txt" in (w.updates[-1].status or {}))
+        assert w.updates[-1].status["untracked.txt"].untracked  # the others are kept
+        (root / "new.txt").unlink()
+        await w.until(lambda: w.updates[-1].files is not None
+                      and "new.txt" not in w.updates[-1].files)
+        assert "new.txt" not in w.updates[-1].status
+
+
+async def test_after_git_add_the_index_side_comes_first(root):
+    (root / "f.txt").write_text(SRC + "x\n")
+    async with Watching(root) as w:
+        assert w.first.status["f.txt"].unstaged
+        await run("git", "add", "f.txt", cwd=root)
+        await w.until(lambda: w.updates and w.updates[-1].status
+                      and w.updates[-1].status["f.txt"].staged
+                      and not w.updates[-1].status["f.txt"].unstaged)
+        assert any(u.status and u.status["f.txt"].staged for u in w.updates[:2])

@@ -184,7 +184,7 @@ class _Rebase:
         live_unit = next((u for u in units if any(it.kind == "live" for it in u.items)), None)
         moved_to: int | None = None
         if live_unit is not None and live_unit.user:
-            moved_to = self._relocate(items, live_unit)
+            moved_to = self._relocate()
             if moved_to is None:
                 fd.owner.defer(fd.path)
                 out.deferred = True
@@ -320,7 +320,7 @@ class _Rebase:
         return max(0, min(e + off, len(self.disk.lines)))
 
     # -- the edit still streaming ------------------------------------------------------
-    def _relocate(self, items: list[_Item], unit: _Unit) -> int | None:
+    def _relocate(self) -> int | None:
         """The disk position of the live edit's block if it is still there, exactly, once."""
         block = self.live.old  # type: ignore[union-attr]
         if not block:
@@ -330,8 +330,10 @@ class _Rebase:
             return None
         return hits[0]
 
-    def _free(self, units: list[_Unit], at: int, n: int) -> bool:
-        return all(u.d2 <= at or at + n <= u.d1 for u in units if u.user or u.items)
+    @staticmethod
+    def _free(units: list[_Unit], at: int, n: int) -> bool:
+        """Whether disk lines [at, at+n) overlap no other item or user change."""
+        return all(u.d2 <= at or at + n <= u.d1 for u in units)
 
     @staticmethod
     def _accepted_shift_before(units: list[_Unit], d: int) -> int:

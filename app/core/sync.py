@@ -87,6 +87,8 @@ class Sync:
         self.settle_limit = settle_limit  # never wait longer than this for git to finish
         self._queue: asyncio.Queue[Changes | tuple[str, str]] = asyncio.Queue()
         self._hooked: PendingDiff | None = None
+        self._status: dict[str, FileStatus] | None = None  # what the last look found
+        self._files: set[str] | None = None
         self._owns_git = False
         self.watcher: Watcher | None = None
 
@@ -110,16 +112,11 @@ class Sync:
     async def initial(self) -> SyncUpdate:
         """Files, status and branch for the first paint."""
         t0 = time.perf_counter()
-        if self.git is None:
-            files = await asyncio.to_thread(walk_files, self.ws.root)
-            return SyncUpdate(files=files, first_event=t0, done=time.perf_counter())
-        git = self.git
-        files, status, branch = await asyncio.to_thread(
-            lambda: (git.list_files(), git.status(), git.branch()))
-        return SyncUpdate(files=files, status=status, branch=branch, git_changed=True,
-                          first_event=t0, done=time.perf_counter())
+        update = SyncUpdate(git_changed=self.git is not None, first_event=t0)
+        await self._full(update)
+        update.done = time.perf_counter()
+        return update
 
-    # -- following changes -----------------------------------------------------------------
     async def updates(self, stop: asyncio.Event | None = None) -> AsyncIterator[SyncUpdate]:
         """Watch until `stop` is set, yielding one update per coalesced burst."""
         loop = asyncio.get_running_loop()
@@ -138,7 +135,8 @@ class Sync:
                 burst = _Burst()
                 burst.add(getter.result())
                 await self._coalesce(burst)
-                yield await self.refresh(burst)
+                async for update in self._phases(burst):
+                    yield update
         finally:
             if stopper is not None:
                 stopper.cancel()
@@ -155,17 +153,16 @@ class Sync:
             await asyncio.sleep(0.01)
 
     async def _coalesce(self, burst: _Burst) -> None:
-        """Take what is queued; while the burst is big or git is mid-operation, wait until
-        it has been quiet for a moment."""
+        """Take what is queued. While git holds its index lock (an operation under way),
+        keep taking; after a big burst, wait until it has been quiet for a moment."""
         while True:
             while not self._queue.empty():
                 burst.add(self._queue.get_nowait())
-            if burst.size < self.burst and not self._git_busy():
-                return
-            if time.perf_counter() - burst.first > self.settle_limit:
+            big, busy = burst.size >= self.burst, self._git_busy()
+            if not (big or busy) or time.perf_counter() - burst.first > self.settle_limit:
                 return
             try:
-                burst.add(await asyncio.wait_for(self._queue.get(), self.quiet))
+                burst.add(await asyncio.wait_for(self._queue.get(), self.quiet if big else 0.02))
             except TimeoutError:
                 if not self._git_busy():
                     return
@@ -180,15 +177,32 @@ class Sync:
             pending.on_due = lambda path: self._queue.put_nowait((_DUE, path))
             self._hooked = pending
 
-    async def refresh(self, burst: _Burst | Changes | None = None) -> SyncUpdate:
-        """One update for a batch of changes (the watcher's, or one given by a caller)."""
-        if not isinstance(burst, _Burst):
-            b = _Burst()
-            if burst is not None:
-                b.add(burst)
-            burst = b
-        update = SyncUpdate(paths=set(burst.files), git_changed=bool(burst.git),
+    async def refresh(self, changes: Changes | None = None) -> SyncUpdate:
+        """Everything one batch of changes leads to, as one update (for callers that do not
+        follow `updates`)."""
+        burst = _Burst()
+        if changes is not None:
+            burst.add(changes)
+        merged = SyncUpdate(paths=set(burst.files), git_changed=bool(burst.git),
                             batches=burst.batches, first_event=burst.first)
+        async for u in self._phases(burst):
+            merged.rebased += u.rebased
+            for name in ("status", "branch", "files"):
+                if getattr(u, name) is not None:
+                    setattr(merged, name, getattr(u, name))
+        merged.done = time.perf_counter()
+        return merged
+
+    async def _phases(self, burst: _Burst) -> AsyncIterator[SyncUpdate]:
+        """A burst's updates, quickest first: the rebased files (what the diff pane shows),
+        then the git state. A few files changed: their status alone (`git status -- paths`).
+        HEAD or the index moved: the index side at once (`git diff-index --cached`, no walk
+        of the tree), then the full status and file list."""
+        def new() -> SyncUpdate:
+            return SyncUpdate(paths=set(burst.files), git_changed=bool(burst.git),
+                              batches=burst.batches, first_event=burst.first)
+
+        update = new()
         pending = self.pending()
         self._hook(pending)
         if pending is not None:
@@ -197,11 +211,89 @@ class Sync:
                 targets |= set(pending.files)
             if targets:
                 update.rebased = await self._rebase(pending, sorted(targets), burst.files)
-        came_or_went = any(kind != "modified" for kind in burst.files.values())
-        if burst.files or burst.git:
-            await self._read_git(update, came_or_went)
+        if not (burst.files or burst.git):
+            if update.rebased:
+                update.done = time.perf_counter()
+                yield update
+            return
+        known = self._files is not None and (self.git is None or self._status is not None)
+        if known and (self.git is None or (not burst.git and len(burst.files) <= self.burst)):
+            await self._quick_files(update, burst.files)
+            update.done = time.perf_counter()
+            yield update
+            return
+        if update.rebased:  # the diff pane first; git's answer follows
+            update.done = time.perf_counter()
+            yield update
+            update = new()
+        if burst.git and self._status is not None:
+            await self._quick_index(update)
+            update.done = time.perf_counter()
+            yield update
+            update = new()
+        await self._full(update)
         update.done = time.perf_counter()
-        return update
+        yield update
+
+    async def _full(self, update: SyncUpdate) -> None:
+        git = self.git
+        if git is None:
+            self._files = set(await asyncio.to_thread(walk_files, self.ws.root))
+        else:
+            files, status, branch = await asyncio.to_thread(
+                lambda: (git.list_files(), git.status(), git.branch()))
+            self._files, self._status = set(files), status
+            update.status, update.branch = dict(status), branch
+        update.files = sorted(self._files)
+
+    async def _quick_files(self, update: SyncUpdate, changed: dict[str, str]) -> None:
+        """Status of just these paths, and the file list told which of them came or went."""
+        root, git, files = self.ws.root, self.git, self._files
+
+        def look():
+            status = git.status(changed) if git is not None else None
+            came = [p for p in changed if p not in (files or ()) and os.path.isfile(root / p)]
+            went = [p for p in changed if p in (files or ()) and not os.path.lexists(root / p)]
+            if git is not None and came:
+                hidden = git.ignored(came)
+                came = [p for p in came if p not in hidden]
+            return status, came, went
+
+        status, came, went = await asyncio.to_thread(look)
+        if status is not None and self._status is not None:
+            for p in changed:
+                self._status.pop(p, None)
+            self._status.update(status)
+            update.status = dict(self._status)
+        if (came or went) and files is not None:
+            files.update(came)
+            files.difference_update(went)
+            update.files = sorted(files)
+
+    async def _quick_index(self, update: SyncUpdate) -> None:
+        """After HEAD or the index moved: the branch, and the status of every path that was
+        dirty or is staged now (`git diff-index --cached` finds those without a walk of the
+        tree); the full status follows."""
+        git, known, limit = self.git, self._status, self.burst
+        assert git is not None and known is not None
+
+        def look():
+            staged = git.staged()
+            paths = {p for p, st in known.items() if not st.untracked} | set(staged)
+            return (git.status(paths) if len(paths) <= limit else None), staged, git.branch()
+
+        fresh, staged, branch = await asyncio.to_thread(look)
+        status = {p: st for p, st in known.items() if st.untracked}
+        if fresh is not None:
+            status.update(fresh)
+        else:  # too many to look at one by one: the staged side now, the rest from before
+            for path, st in known.items():
+                if not st.untracked and (st.worktree != " " or path in staged):
+                    status[path] = FileStatus(staged.get(path, " "), st.worktree, st.source)
+            for path, letter in staged.items():
+                status.setdefault(path, FileStatus(letter, " "))
+        self._status = status
+        update.status, update.branch = dict(status), branch
 
     async def _rebase(self, pending: PendingDiff, paths: list[str],
                       batch: dict[str, str]) -> list[rebase.Rebased]:
@@ -218,21 +310,6 @@ class Sync:
                 if done.any or done.deferred:
                     out.append(done)
         return out
-
-    async def _read_git(self, update: SyncUpdate, came_or_went: bool) -> None:
-        git = self.git
-        if git is None:
-            if came_or_went:
-                update.files = await asyncio.to_thread(walk_files, self.ws.root)
-            return
-        branch = update.git_changed
-        files = came_or_went or update.git_changed
-
-        def read():
-            return (git.status(), git.branch() if branch else None,
-                    git.list_files() if files else None)
-
-        update.status, update.branch, update.files = await asyncio.to_thread(read)
 
     # -- git actions, off the event loop ---------------------------------------------------
     async def stage(self, pending: PendingDiff, paths=None) -> StageResult:

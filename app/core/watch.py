@@ -85,7 +85,8 @@ class Watcher:
     """watchfiles in a thread, delivering `Changes` to a callback on the event loop."""
 
     def __init__(self, root: Path, git_dirs: Sequence[Path] = (), *, debounce: int = 50,
-                 step: int = 20) -> None:
+                 step: int = 10) -> None:
+        # a batch is yielded once a step passes with no new event (or after `debounce`)
         self.root = Path(root)
         self.git_dirs = [Path(d) for d in git_dirs]
         self.filter = _Filter(self.root, self.git_dirs)
