@@ -19,6 +19,7 @@ Accept and undo write files too: hold `Sync.lock` across their write and their c
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -74,6 +75,26 @@ class _Burst:
         return len(self.files) + len(self.git)
 
 
+class _Files:
+    """The file list, sorted for the tree and hashed for lookups, kept in step in place."""
+
+    def __init__(self, files: list[str]) -> None:
+        self.sorted = sorted(files)
+        self.set = set(files)
+
+    def add(self, paths: list[str]) -> None:
+        for p in paths:
+            if p not in self.set:
+                self.set.add(p)
+                bisect.insort(self.sorted, p)
+
+    def remove(self, paths: list[str]) -> None:
+        for p in paths:
+            if p in self.set:
+                self.set.discard(p)
+                del self.sorted[bisect.bisect_left(self.sorted, p)]
+
+
 class Sync:
     def __init__(self, ws: Workspace, git: GitRepo | None,
                  pending: Callable[[], PendingDiff | None], *, lock: asyncio.Lock | None = None,
@@ -88,7 +109,7 @@ class Sync:
         self._queue: asyncio.Queue[Changes | tuple[str, str]] = asyncio.Queue()
         self._hooked: PendingDiff | None = None
         self._status: dict[str, FileStatus] | None = None  # what the last look found
-        self._files: set[str] | None = None
+        self._files: _Files | None = None
         self._owns_git = False
         self.watcher: Watcher | None = None
 
@@ -236,24 +257,28 @@ class Sync:
         yield update
 
     async def _full(self, update: SyncUpdate) -> None:
-        git = self.git
-        if git is None:
-            self._files = set(await asyncio.to_thread(walk_files, self.ws.root))
-        else:
-            files, status, branch = await asyncio.to_thread(
-                lambda: (git.list_files(), git.status(), git.branch()))
-            self._files, self._status = set(files), status
+        git, root = self.git, self.ws.root
+
+        def look():
+            files = walk_files(root) if git is None else git.list_files()
+            status = git.status() if git is not None else None
+            return _Files(files), status, (git.branch() if git is not None else None)
+
+        self._files, status, branch = await asyncio.to_thread(look)
+        if status is not None:
+            self._status = status
             update.status, update.branch = dict(status), branch
-        update.files = sorted(self._files)
+        update.files = list(self._files.sorted)
 
     async def _quick_files(self, update: SyncUpdate, changed: dict[str, str]) -> None:
         """Status of just these paths, and the file list told which of them came or went."""
         root, git, files = self.ws.root, self.git, self._files
+        assert files is not None
 
         def look():
             status = git.status(changed) if git is not None else None
-            came = [p for p in changed if p not in (files or ()) and os.path.isfile(root / p)]
-            went = [p for p in changed if p in (files or ()) and not os.path.lexists(root / p)]
+            came = [p for p in changed if p not in files.set and os.path.isfile(root / p)]
+            went = [p for p in changed if p in files.set and not os.path.lexists(root / p)]
             if git is not None and came:
                 hidden = git.ignored(came)
                 came = [p for p in came if p not in hidden]
@@ -265,10 +290,10 @@ class Sync:
                 self._status.pop(p, None)
             self._status.update(status)
             update.status = dict(self._status)
-        if (came or went) and files is not None:
-            files.update(came)
-            files.difference_update(went)
-            update.files = sorted(files)
+        if came or went:
+            files.add(came)
+            files.remove(went)
+            update.files = list(files.sorted)
 
     async def _quick_index(self, update: SyncUpdate) -> None:
         """After HEAD or the index moved: the branch, and the status of every path that was
