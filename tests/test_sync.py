@@ -361,3 +361,27 @@ async def test_after_git_add_the_index_side_comes_first(root):
                       and w.updates[-1].status["f.txt"].staged
                       and not w.updates[-1].status["f.txt"].unstaged)
         assert any(u.status and u.status["f.txt"].staged for u in w.updates[:2])
+
+
+async def test_a_reset_in_another_terminal_shows_the_files_it_unstaged(root):
+    (root / "g.txt").write_text("g2\n")
+    git(root, "commit", "-qam", "g2")
+    async with Watching(root) as w:
+        assert w.first.status == {}
+        await run("git", "reset", "-q", "HEAD~", cwd=root)  # g.txt now differs, unstaged
+        await w.until(lambda: w.updates and (w.updates[-1].status or {}).get("g.txt") is not None)
+        assert w.updates[-1].status["g.txt"].unstaged and not w.updates[-1].status["g.txt"].staged
+        await run("git", "rm", "-q", "--cached", "g.txt", cwd=root)
+        await w.until(lambda: (w.updates[-1].status or {}).get("g.txt") is not None
+                      and w.updates[-1].status["g.txt"].staged)
+        assert w.updates[-1].status["g.txt"].index == "D"
+
+
+async def test_a_new_ignore_rule_refreshes_the_file_list(root):
+    (root / "a.log").write_text("x\n")
+    async with Watching(root) as w:
+        assert "a.log" in w.first.files
+        (root / ".gitignore").write_text("*.log\n")
+        await w.until(lambda: w.updates and w.updates[-1].files is not None
+                      and "a.log" not in w.updates[-1].files)
+        assert "a.log" not in w.updates[-1].status

@@ -249,6 +249,8 @@ class GitRepo:
             if x in "RC" or y in "RC":
                 source = entries[i] if i < len(entries) else None
                 i += 1  # the rename's source path follows
+            if x == "?" and path in result:  # `git rm --cached`: staged deletion and untracked
+                continue
             result[path] = FileStatus(x, y, source)
         return result
 
@@ -268,6 +270,17 @@ class GitRepo:
                 result[parts[i + 1]] = letter
                 i += 2
         return result
+
+    def head_sha(self) -> str | None:
+        """The commit HEAD points at (None on a branch without commits)."""
+        status, out, _ = self._git("rev-parse", "--verify", "-q", "HEAD", check=False)
+        return out.decode().strip() if status == 0 else None
+
+    def changed_between(self, a: str | None, b: str | None) -> set[str]:
+        """Paths that differ between two commits (trees only: quick at any size)."""
+        _, out, _ = self._git("diff", "--name-only", "--no-renames", "-z", a or EMPTY_TREE,
+                              b or EMPTY_TREE)
+        return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
 
     def ignored(self, paths: Iterable[str]) -> set[str]:
         """Which of `paths` .gitignore (and friends) exclude."""

@@ -110,6 +110,7 @@ class Sync:
         self._hooked: PendingDiff | None = None
         self._status: dict[str, FileStatus] | None = None  # what the last look found
         self._files: _Files | None = None
+        self._head: str | None = None  # the commit the status was taken against
         self._owns_git = False
         self.watcher: Watcher | None = None
 
@@ -238,7 +239,10 @@ class Sync:
                 yield update
             return
         known = self._files is not None and (self.git is None or self._status is not None)
-        if known and (self.git is None or (not burst.git and len(burst.files) <= self.burst)):
+        # an ignore file changed: which files count may have changed anywhere
+        ignores = any(p.rsplit("/", 1)[-1] == ".gitignore" for p in burst.files)
+        if known and not ignores and (self.git is None or
+                                      (not burst.git and len(burst.files) <= self.burst)):
             await self._quick_files(update, burst.files)
             update.done = time.perf_counter()
             yield update
@@ -247,10 +251,12 @@ class Sync:
             update.done = time.perf_counter()
             yield update
             update = new()
-        if burst.git and self._status is not None:
-            await self._quick_index(update)
+        if burst.git and self._status is not None and not ignores:
+            complete = await self._quick_index(update)
             update.done = time.perf_counter()
             yield update
+            if complete and not burst.files:  # a commit, an add: nothing else can have moved
+                return
             update = new()
         await self._full(update)
         update.done = time.perf_counter()
@@ -260,11 +266,13 @@ class Sync:
         git, root = self.git, self.ws.root
 
         def look():
-            files = walk_files(root) if git is None else git.list_files()
-            status = git.status() if git is not None else None
-            return _Files(files), status, (git.branch() if git is not None else None)
+            if git is None:
+                return _Files(walk_files(root)), None, None, None
+            head = git.head_sha()  # before the status: a later move is seen again
+            return _Files(git.list_files()), git.status(), git.branch(), head
 
-        self._files, status, branch = await asyncio.to_thread(look)
+        self._files, status, branch, head = await asyncio.to_thread(look)
+        self._head = head
         if status is not None:
             self._status = status
             update.status, update.branch = dict(status), branch
@@ -295,19 +303,23 @@ class Sync:
             files.remove(went)
             update.files = list(files.sorted)
 
-    async def _quick_index(self, update: SyncUpdate) -> None:
+    async def _quick_index(self, update: SyncUpdate) -> bool:
         """After HEAD or the index moved: the branch, and the status of every path that was
         dirty or is staged now (`git diff-index --cached` finds those without a walk of the
-        tree); the full status follows."""
-        git, known, limit = self.git, self._status, self.burst
+        tree). Returns whether that is the whole status (when the working tree did not change
+        too, it is)."""
+        git, known, limit, head = self.git, self._status, self.burst, self._head
         assert git is not None and known is not None
 
         def look():
-            staged = git.staged()
+            staged, now = git.staged(), git.head_sha()
             paths = {p for p, st in known.items() if not st.untracked} | set(staged)
-            return (git.status(paths) if len(paths) <= limit else None), staged, git.branch()
+            if now != head:  # a commit, reset or switch: what differs between the two moves too
+                paths |= git.changed_between(head, now)
+            fresh = git.status(paths) if len(paths) <= limit else None
+            return fresh, staged, git.branch(), now
 
-        fresh, staged, branch = await asyncio.to_thread(look)
+        fresh, staged, branch, self._head = await asyncio.to_thread(look)
         status = {p: st for p, st in known.items() if st.untracked}
         if fresh is not None:
             status.update(fresh)
@@ -319,6 +331,7 @@ class Sync:
                 status.setdefault(path, FileStatus(letter, " "))
         self._status = status
         update.status, update.branch = dict(status), branch
+        return fresh is not None
 
     async def _rebase(self, pending: PendingDiff, paths: list[str],
                       batch: dict[str, str]) -> list[rebase.Rebased]:
