@@ -11,7 +11,8 @@ Figures:
 - initial data on 50,000 files (file list, status, branch: what the first paint needs) and
   the process's RSS after it and after the watches are in place.
 Stalls are the worst gap of a 1 ms ticker; `idle_loop_stall_ms_max` is the same ticker with
-nothing of steer's running, the machine's own noise to read them against.
+nothing of steer's running, and `git_only_loop_stall_ms_max` while only git commits and
+runs status (no watcher, no Sync): the machine's own noise to read them against.
 The UI's own first paint is `steer bench tui`. Targets from the issue: p99 <= 200 ms,
 stall <= 50 ms, first paint <= 1 s, RSS <= 200 MB.
 """
@@ -198,6 +199,14 @@ async def _measure(root: Path, trials: int) -> dict:
     stop.set()
     await follower
     await sync.aclose()
+    # the same ticker while git alone works (no steer watching): what git costs this machine
+    ticker.start()
+    for i in range(5):
+        (root / "d0" / "f0.txt").write_text(f"baseline {i}\n")
+        await asyncio.to_thread(subprocess.run, ["git", "commit", "-qam", f"b{i}"], cwd=root, check=True)
+        await asyncio.to_thread(subprocess.run, ["git", "status", "--porcelain"], cwd=root,
+                                check=True, capture_output=True)
+    git_only_stall = ticker.stop()
     return {
         "files": len(first.files or []),
         "initial_data_s": round(initial_s, 3),
@@ -205,6 +214,7 @@ async def _measure(root: Path, trials: int) -> dict:
         "rss_mb_before": rss_before,
         "rss_mb_after_initial_and_watch": rss_watching,
         "idle_loop_stall_ms_max": idle_stall,
+        "git_only_loop_stall_ms_max": git_only_stall,
         "load_average": os.getloadavg()[0],
         "external_edit_to_rebased_ms": {"trials": len(edit_ms), "p50": _pct(edit_ms, 0.5),
                                          "p99": _pct(edit_ms, 0.99), "max": _pct(edit_ms, 1.0),
