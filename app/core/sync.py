@@ -1,10 +1,12 @@
 """Keeping steer in step with the working tree and git, whatever changes them.
 
 `Sync` consumes the watcher's batches (working tree and git state, app/core/watch.py) and
-turns each burst into one `SyncUpdate` the UI applies as it is: the paths that changed, the
+turns each burst into `SyncUpdate`s the UI applies as they are: the paths that changed, the
 files rebased (app/core/rebase.py) with the hunks that moved or became conflicts, and, in a
-repository, the new status (staged and unstaged apart), the branch, the file list when files
+repository, the status (staged and unstaged apart), the branch, the file list when files
 came or went, and whether HEAD or the index moved (so an open HEAD diff is fetched again).
+A burst is delivered in phases, quickest first, so the diff pane never waits for a
+`git status` of 50,000 files: the rebased files at once, then what git says.
 
 Bursts are coalesced: what arrives while a refresh runs is taken in one go afterwards, and
 while git holds its index lock (a checkout, a rebase, a pull rewriting thousands of files)
@@ -140,7 +142,8 @@ class Sync:
         return update
 
     async def updates(self, stop: asyncio.Event | None = None) -> AsyncIterator[SyncUpdate]:
-        """Watch until `stop` is set, yielding one update per coalesced burst."""
+        """Watch until `stop` is set, yielding the updates of each coalesced burst (all of
+        one burst share `first_event`)."""
         loop = asyncio.get_running_loop()
         self.watcher = Watcher(self.ws.root, git_dirs_of(self.git))
         self.watcher.start(self._queue.put_nowait, loop)
@@ -198,22 +201,6 @@ class Sync:
         if pending is not None and pending is not self._hooked:
             pending.on_due = lambda path: self._queue.put_nowait((_DUE, path))
             self._hooked = pending
-
-    async def refresh(self, changes: Changes | None = None) -> SyncUpdate:
-        """Everything one batch of changes leads to, as one update (for callers that do not
-        follow `updates`)."""
-        burst = _Burst()
-        if changes is not None:
-            burst.add(changes)
-        merged = SyncUpdate(paths=set(burst.files), git_changed=bool(burst.git),
-                            batches=burst.batches, first_event=burst.first)
-        async for u in self._phases(burst):
-            merged.rebased += u.rebased
-            for name in ("status", "branch", "files"):
-                if getattr(u, name) is not None:
-                    setattr(merged, name, getattr(u, name))
-        merged.done = time.perf_counter()
-        return merged
 
     async def _phases(self, burst: _Burst) -> AsyncIterator[SyncUpdate]:
         """A burst's updates, quickest first: the rebased files (what the diff pane shows),
