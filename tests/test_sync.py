@@ -385,3 +385,39 @@ async def test_a_new_ignore_rule_refreshes_the_file_list(root):
         await w.until(lambda: w.updates and w.updates[-1].files is not None
                       and "a.log" not in w.updates[-1].files)
         assert "a.log" not in w.updates[-1].status
+
+
+async def test_many_saves_while_the_answer_streams_lose_nothing(root):
+    """Another process saves the file 30 times (lines added above, between and inside the
+    blocks) while the answer streams; afterwards the diff sits on the disk exactly and
+    accepting everything acceptable keeps every line the user wrote."""
+    server = ChatServer(replay=ANSWER, rate=300)
+    await server.start()
+    ws = Workspace(root)
+    session = Session(ws, OpenAIChat(server.base_url, "replay"), fmt="search_replace", context=["f.txt"])
+    script = ("import sys, time, pathlib\np = pathlib.Path(sys.argv[1])\n"
+              "for i in range(30):\n"
+              "    lines = p.read_text().splitlines(keepends=True)\n"
+              "    at = (i * 7) % (len(lines) + 1)\n"
+              "    lines.insert(at, f'user {i}\\n')\n"
+              "    p.write_text(''.join(lines))\n"
+              "    time.sleep(0.02)\n")
+    try:
+        async with Watching(root, lambda: session.pending) as w:
+            session.start("edit")
+            await w.until(lambda: session.turn.deltas > 3)
+            await run(sys.executable, "-c", script, str(root / "f.txt"), cwd=root)
+            await session.wait()
+            await w.quiet()
+            fd = session.pending.files["f.txt"]
+            disk = (root / "f.txt").read_text().splitlines()
+            assert fd.expected()[0] == disk
+            for h in fd.hunks:
+                assert fd.base.lines[h.base_start : h.base_end] == h.old
+            session.review.accept_all()
+        after = (root / "f.txt").read_text()
+        assert all(f"user {i}\n" in after for i in range(30))
+        assert not session.pending.due
+    finally:
+        await session.aclose()
+        await server.close()
