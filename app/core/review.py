@@ -276,7 +276,8 @@ class Review:
     # -- keeping in step with the disk -----------------------------------------------------
     # A live rebase in two steps, like an accept: `touched` reads the disk and diffs it (in a
     # thread), `apply_recheck` moves the hunks (where the pending diff lives). app/core/sync.py
-    # drives them from watch events; `recheck` is both at once.
+    # drives them from watch events; `recheck` is both at once. (`expected` and `_shift` are
+    # the arguments app/ui passes today; they are not needed any more.)
     def recheck(self, path: str) -> list[Hunk]:
         """After the file changed on disk: rebase its hunks onto the disk (see rebase.py).
         Returns the hunks that moved, changed state or became conflicts."""
