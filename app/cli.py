@@ -40,13 +40,9 @@ def _provider_flags(p: argparse.ArgumentParser) -> None:
 
 def find_root(start: Path) -> Path:
     """The repository's top level when `start` is inside one, else `start` itself."""
-    try:
-        import git
+    from app.core.git import find_root as git_root
 
-        top = git.Repo(start, search_parent_directories=True).working_tree_dir
-        return Path(top) if top else start
-    except Exception:  # not a git repository (or no git): the folder is the workspace
-        return start
+    return git_root(start)
 
 
 def settings_from(args: argparse.Namespace):
@@ -70,6 +66,9 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="write the proposal to disk (default: none, only print it)")
     p.add_argument("--allow-read-only", action="store_true",
                    help="let edits write files that are read-only (mode without write bits)")
+    p.add_argument("--stage", action="store_true",
+                   help="with --accept all: stage exactly the accepted hunks in git (like git add -p;"
+                        " your other changes stay unstaged)")
     p.add_argument("--json", action="store_true", help="print a JSON report instead of the diff")
     p.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer to stderr")
     p.add_argument("--agent-permissions", choices=("reject", "allow"), default="reject",
@@ -85,7 +84,10 @@ def _lenient_stdout() -> None:
 
 
 def cmd_run(argv: list[str]) -> int:
-    args = _run_parser().parse_args(argv)
+    parser = _run_parser()
+    args = parser.parse_args(argv)
+    if args.stage and args.accept != "all":
+        parser.error("--stage stages what --accept all wrote: give both")
     _lenient_stdout()
     from app.core.workspace import Workspace
 
@@ -139,6 +141,10 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    repo, refused = _open_for_staging(args, ws)
+    if refused is not None:
+        await provider.aclose()
+        return refused
     try:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
         session = Session(ws, provider, fmt=settings.format, context=context,
@@ -152,6 +158,8 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     except ContextError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         await provider.aclose()
+        if repo is not None:
+            repo.close()
         return EXIT_USAGE
     ticker = asyncio.create_task(live.follow())
     try:
@@ -182,8 +190,15 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
         print(f"steer: edit refused: {err.message}", file=sys.stderr)
     if outcome is not None:
         _report_accept(outcome)
+    staged = _stage(repo, pending, outcome) if repo is not None else None
+    if staged is not None and not staged.ok:
+        code = EXIT_EDITS
     if args.json:
-        print(json.dumps(report(session, turn, outcome, code), indent=2))
+        data = report(session, turn, outcome, code)
+        if repo is not None:
+            data["staged"] = staged.staged if staged else []
+            data["stage_messages"] = staged.messages if staged else []
+        print(json.dumps(data, indent=2))
     else:
         sys.stdout.write(unified(pending))
     return code
@@ -234,6 +249,40 @@ def _report_accept(out) -> None:
         print(f"steer: not written: {why}", file=sys.stderr)
     if out.written and not out.ok:
         print("steer: `steer undo` reverts the files that were written", file=sys.stderr)
+
+
+def _open_for_staging(args: argparse.Namespace, ws):
+    """(GitRepo, None) when --stage can work here, (None, exit code) when it cannot (said
+    before anything is asked or written), (None, None) without --stage."""
+    if not args.stage:
+        return None, None
+    from app.core.git import NOT_A_REPO, GitRepo
+
+    repo = GitRepo.open(ws.root)
+    if repo is None:
+        print(f"steer: {NOT_A_REPO}; nothing was asked or written", file=sys.stderr)
+        return None, EXIT_USAGE
+    why = repo.refusal()
+    if why:
+        repo.close()
+        print(f"steer: {why}", file=sys.stderr)
+        return None, EXIT_EDITS
+    return repo, None
+
+
+def _stage(repo, pending, outcome):
+    """Stage what the accept wrote (nothing when it wrote nothing), then let the repo go."""
+    from app.core.git import StageResult
+
+    try:
+        result = repo.stage_accepted(pending) if outcome and outcome.accepted else StageResult()
+    finally:
+        repo.close()
+    for msg in result.messages:
+        print(f"steer: {msg}", file=sys.stderr)
+    if result.staged:
+        print(f"steer: staged the accepted hunks of {', '.join(result.staged)}", file=sys.stderr)
+    return result
 
 
 # -- steer undo --------------------------------------------------------------------------------

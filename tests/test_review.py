@@ -61,16 +61,17 @@ def test_user_edit_elsewhere_rebases_and_user_edit_in_region_conflicts(ws):
     assert read(ws) == mine.replace("line 3\n", "line three\n")  # my edits both survive
 
 
-def test_recheck_marks_stale_and_back(ws):
+def test_recheck_makes_a_conflict_and_back(ws):
     pending = stream(ws, TWO_EDITS, context=["f.txt"])
     h1, h2 = pending.files["f.txt"].hunks
     review = Review(ws, pending)
     (ws.root / "f.txt").write_text(SRC.replace("line 14\n", "line 14 edited\n"))
     assert review.recheck("f.txt") == [h2]
-    assert h2.state == HunkState.STALE and h1.state == HunkState.PENDING
-    (ws.root / "f.txt").write_text(SRC)
+    assert h2.state == HunkState.CONFLICT and h1.state == HunkState.PENDING
+    (ws.root / "f.txt").write_text(SRC)  # the user undoes their edit: no conflict after all
     review.recheck("f.txt")
-    assert h2.state == HunkState.PENDING
+    assert h2.state == HunkState.PENDING and (h2.base_start, h2.old, h2.new) == (
+        14, ["line 15"], ["line fifteen"])
 
 
 def test_line_mode_writes_exactly_the_chosen_lines(ws):
@@ -338,10 +339,14 @@ async def test_async_apply_undo_and_recheck(ws):
     assert out.accepted == [h1.id] and read(ws) == SRC.replace("line 3\n", "line three\n")
     (ws.root / "f.txt").write_text(read(ws).replace("line 14\n", "line 14 mine\n"))
     assert await review.recheck_async(["f.txt"]) == [h2]
-    assert h2.state == HunkState.STALE
+    assert h2.state == HunkState.CONFLICT  # the live rebase holds both sides
     label = await review.undo_async()
     assert f"#{h1.id}" in label and h1.state == HunkState.PENDING
     assert read(ws) == SRC.replace("line 14\n", "line 14 mine\n")
+    # accepted again, it lands next to the user's line: the rebase and the undo agree
+    out = await review.apply_async(review.plan_hunks([h1.id]))
+    assert out.accepted == [h1.id]
+    assert read(ws) == SRC.replace("line 3\n", "line three\n").replace("line 14\n", "line 14 mine\n")
 
 
 async def test_in_app_undo_reaches_the_journal_like_steer_undo(ws):

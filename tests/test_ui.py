@@ -267,7 +267,7 @@ async def test_user_themes_load_and_broken_ones_are_reported(demo):
             assert app.theme_variables["diff-added-bg"]  # defaults filled in
 
 
-async def test_a_change_on_disk_makes_hunks_stale(demo):
+async def test_a_change_on_disk_in_a_hunk_makes_it_a_conflict(demo):
     async with Rig(demo, CALC_ANSWER, watch=True) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
@@ -276,12 +276,15 @@ async def test_a_change_on_disk_makes_hunks_stale(demo):
             h1, h2, h3 = rig.hunks()
             await asyncio.sleep(0.3)  # let the watcher settle
             (demo / "calc.py").write_text(CALC.replace("    return a / b", "    return a / b  # mine"))
-            await until(pilot, lambda: h2.state == HunkState.STALE)
+            await until(pilot, lambda: h2.state == HunkState.CONFLICT)
+            assert any("# mine" in line for line in h2.old)  # both sides: yours and the proposal
+            assert any("ZeroDivisionError" in line for line in h2.new)
             assert h1.state == HunkState.PENDING and h3.state == HunkState.PENDING
             await reviewing(pilot)
             app.query_one(DiffView).select(h2.id)
-            await pilot.press("y")
-            await until(pilot, lambda: h2.state == HunkState.CONFLICT)
+            await pilot.press("y")  # a plain accept does not write over the user's line
+            await pilot.pause(0.2)
+            assert h2.state == HunkState.CONFLICT
             assert "# mine" in disk(demo) and "ZeroDivisionError" not in disk(demo)
             await until(pilot, lambda: " M" in app.query_one("#tree").label("calc.py"))
 

@@ -31,10 +31,17 @@ def main(argv: list[str]) -> int:
     c.add_argument("--sizes", default="1000,64000,1000000", help="file sizes in bytes")
     c.add_argument("--writes", type=int, default=1000, help="writes per file size and mode")
     c.add_argument("--dir", help="where to write (default: the temp dir; pick your repo's disk)")
+    s = sub.add_parser("sync", help="watch + live rebase + git on a 50,000-file repository")
+    s.add_argument("--trials", type=int, default=40)
+    s.add_argument("--files", type=int, default=50_000)
+    s.add_argument("--changed", type=int, default=10_000, help="files a checkout rewrites")
     args = p.parse_args(argv)
     if args.which == "engine":
         from app.bench.engine import run
         result = run(tokens=args.tokens, repeat=args.repeat)
+    elif args.which == "sync":
+        from app.bench.sync import run
+        result = run(trials=args.trials, files=args.files, changed=args.changed)
     elif args.which == "run":
         from app.bench.e2e import run
         result = run(repeat=args.repeat, edits=args.edits)

@@ -12,7 +12,7 @@ overlaps.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -37,8 +37,8 @@ class HunkState(StrEnum):
     PENDING = "pending"
     ACCEPTED = "accepted"
     REJECTED = "rejected"
-    CONFLICT = "conflict"  # an accept found the region changed on disk; nothing was written
-    STALE = "stale"  # the region changed on disk since the base; re-checked on every change
+    CONFLICT = "conflict"  # the region changed on disk too: old is yours, new is the proposal
+    STALE = "stale"  # the file was deleted or renamed outside steer (the note says which)
 
 
 DECIDED = frozenset({HunkState.ACCEPTED, HunkState.REJECTED})
@@ -58,6 +58,9 @@ class Hunk:
     applied: list[str] | None = None  # what an accept wrote in place of `old` (line mode: a part)
     note: str = ""
     rev: int = 0  # PendingDiff.revision when last changed: the UI redraws only newer hunks
+    # a conflict found by a live rebase: the lines both sides started from (`old` holds what
+    # is on disk now, "mine"; `new` the proposal, "theirs"); None for other hunks
+    ancestor: list[str] | None = None
 
     @property
     def change(self) -> Change:
@@ -235,6 +238,31 @@ class FileDiff:
     def proposal(self) -> list[str]:
         return apply_changes(self.base.lines, [h.change for h in self.hunks])
 
+    def expected(self) -> tuple[list[str], Callable[[int], int]]:
+        """What steer believes is on disk (base + accepted hunks), and a function mapping a
+        base line number to its shift in that text."""
+        accepted = [h for h in self.hunks if h.state == HunkState.ACCEPTED]
+        accepted.sort(key=lambda h: (h.base_start, h.base_end))
+        expected = apply_changes(self.base.lines, [Change(h.base_start, h.base_end, h.applied or [])
+                                                   for h in accepted])
+
+        def shift(line: int) -> int:
+            # hunks of one diff are separated by unchanged lines, so "ends at or before" is
+            # the same as "comes before"
+            return sum(len(h.applied or []) - (h.base_end - h.base_start)
+                       for h in accepted if h.base_end <= line)
+
+        return expected, shift
+
+    def rebase(self, disk: Snapshot):
+        """Move this file's base to `disk` (the file as it is now), rebasing the hunks 3-way;
+        see app/core/rebase.py. Returns a `Rebased`."""
+        from app.core import rebase
+
+        expect = rebase.expectation(self)
+        user = line_diff(expect.lines, disk.lines)
+        return rebase.apply(self, rebase.DiskRead(self.path, disk, user=user, token=expect.token))
+
     def new_hunk(self, start: int, end: int, old: list[str], new: list[str]) -> Hunk:
         h = Hunk(self.owner.next_id(), self.path, start, end, old, new)
         self.touch(h)
@@ -291,12 +319,12 @@ class FileDiff:
     def reconcile(self) -> None:
         """Make the hunks equal a fresh full diff of base vs proposal (ids kept)."""
         hunks = self.hunks
+        if any(h.state not in (HunkState.PENDING, HunkState.STREAMING) for h in hunks):
+            # Decided hunks are on disk (or refused) as they are, and conflicts and stale
+            # hunks say something a regrouping would erase: keep the incremental hunks.
+            return
         full = line_diff(self.base.lines, self.proposal())
         if [(h.base_start, h.base_end) for h in hunks] == [(a1, a2) for a1, a2, _, _ in full]:
-            return
-        if any(h.state in DECIDED for h in hunks):
-            # Already decided hunks are on disk (or refused) as they are; regrouping them
-            # would disagree with what was written. Keep the incremental hunks.
             return
         proposal = self.proposal()
         specs = [(a1, a2, self.base.lines[a1:a2], proposal[b1:b2]) for a1, a2, b1, b2 in full]
@@ -319,6 +347,7 @@ class _Cursor:
 
     fd: FileDiff
     begin: EditBegin
+    base: Snapshot | None = None  # the file's base when the edit began (a live rebase moves it)
     edit: Edit | None = None
     ops: list[tuple[str, str]] = field(default_factory=list)  # buffered until located
     no_early: bool = False
@@ -338,6 +367,10 @@ class PendingDiff:
         self._ids = 0
         self._cur: _Cursor | _Ignore | None = None
         self.turn = 0  # the answer being streamed; its edits never supersede each other
+        # files whose live rebase waits for the edit streaming into them to end, and who to
+        # tell when it has (app.core.sync.Sync)
+        self.due: set[str] = set()
+        self.on_due: Callable[[str], None] | None = None
 
     def begin_turn(self) -> None:
         """A new answer (redirect or follow-up) starts streaming into this diff."""
@@ -364,6 +397,26 @@ class PendingDiff:
     def drop(self, h: Hunk) -> None:
         self.dropped.add(h.id)
         self.bump(h.path)
+
+    def live_edit(self, fd: FileDiff) -> Edit | None:
+        """The edit the stream is writing into `fd` right now (or composing into), if any."""
+        cur = self._cur
+        if type(cur) is not _Cursor or cur.fd is not fd:
+            return None
+        if cur.compose is not None:
+            return cur.compose[0]
+        return cur.edit if cur.edit is not None and cur.edit in fd.edits else None
+
+    def defer(self, path: str) -> None:
+        """A live rebase of `path` must wait until the edit streaming into it ends."""
+        self.due.add(path)
+        self.bump(path)
+
+    def _release(self, cur: _Cursor | _Ignore | None) -> None:
+        if type(cur) is _Cursor and cur.fd.path in self.due:
+            self.due.discard(cur.fd.path)
+            if self.on_due is not None:
+                self.on_due(cur.fd.path)
 
     def take_dirty(self) -> set[str]:
         dirty, self.dirty = self.dirty, set()
@@ -453,7 +506,7 @@ class PendingDiff:
             self.error(ev.path, str(exc))
             return
         base = fd.base
-        cur = _Cursor(fd, ev)
+        cur = _Cursor(fd, ev, base)
         self._cur = cur
         if ev.kind == "delete":
             if not base.exists:
@@ -486,8 +539,11 @@ class PendingDiff:
     def _fail(self, cur: _Cursor, message: str) -> None:
         if cur.edit is not None:
             cur.fd.remove_edit(cur.edit)
+        if cur.base is not None and cur.fd.base is not cur.base:
+            message += " (the file changed on disk while this edit streamed)"
         self.error(cur.fd.path, message)
         self._cur = _Ignore()
+        self._release(cur)
 
     def _line(self, cur: _Cursor, op: str, text: str) -> None:
         edit = cur.edit
@@ -565,13 +621,17 @@ class PendingDiff:
         """The SEARCH text is not in the base: maybe it is text an earlier, undecided edit of
         this answer proposed (a model editing its own edit)."""
         for e in fd.edits:
-            if e.complete and not e.decided:
+            if e.complete and all(h.state == HunkState.PENDING for h in e.hunks):
                 _, hits = find_in(e.new, old)
                 if len(hits) == 1:
                     return e, hits[0], len(old)
         return None
 
     def _end(self, cur: _Cursor, ev: EditEnd) -> None:
+        self._end_edit(cur, ev)
+        self._release(cur)
+
+    def _end_edit(self, cur: _Cursor, ev: EditEnd) -> None:
         fd = cur.fd
         if ev.error:
             if ev.refused:  # the text was ambiguous: nothing of this edit is kept

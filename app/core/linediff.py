@@ -63,12 +63,14 @@ def _touches(c: Change, u1: int, u2: int) -> bool:
 
 
 def rebase(
-    expected: Sequence[str], disk: Sequence[str], edits: Sequence[Change]
+    expected: Sequence[str], disk: Sequence[str], edits: Sequence[Change], *, same_ok: bool = False
 ) -> tuple[list[str], list[int]]:
     """Apply `edits` (made against `expected`) onto `disk`, a version someone else changed.
 
     Returns the merged lines and the indices of edits that were left out because the region
-    they change was changed on disk too. Untouched regions rebase by line offset.
+    they change was changed on disk too. Untouched regions rebase by line offset. With
+    `same_ok`, an edit the disk already made exactly (same lines replaced by the same lines)
+    is no conflict: it is simply already there.
     """
     if list(expected) == list(disk):
         return apply_changes(disk, edits), []
@@ -83,7 +85,9 @@ def rebase(
             delta += (d2 - d1) - (u2 - u1)
             k += 1
         if k < len(theirs) and _touches(ch, theirs[k][0], theirs[k][1]):
-            conflicts.append(i)
+            u1, u2, d1, d2 = theirs[k]
+            if not (same_ok and (u1, u2) == (ch.a1, ch.a2) and tuple(disk[d1:d2]) == tuple(ch.lines)):
+                conflicts.append(i)
             continue
         placed.append(Change(ch.a1 + delta, ch.a2 + delta, ch.lines))
     return apply_changes(disk, placed), conflicts

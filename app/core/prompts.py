@@ -108,3 +108,16 @@ def steer_message(instruction: str, hunks: Iterable[Hunk], *, interrupted: bool)
         parts.append("My decisions on your edits so far:\n" + d)
     parts.append(instruction)
     return "\n\n".join(parts)
+
+
+COMMIT_RULES = """\
+You write git commit messages. Given a staged diff, answer with the commit message only:
+a summary line of at most 72 characters in the imperative mood ("Add", "Fix"), then, only
+if it helps, a blank line and a short body saying why. No quotes, no code fences."""
+
+
+def commit_message(staged_diff: str, limit: int = 16_000) -> list[dict[str, str]]:
+    """The short request for a commit message proposal (the diff cut to `limit` characters)."""
+    diff = staged_diff if len(staged_diff) <= limit else staged_diff[:limit] + "\n[… diff cut]"
+    return [{"role": "system", "content": COMMIT_RULES},
+            {"role": "user", "content": f"Staged changes:\n\n{diff}"}]

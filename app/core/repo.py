@@ -1,8 +1,9 @@
-"""What the file tree shows: the workspace's files (respecting .gitignore) and git status.
+"""What the file tree shows: the workspace's files (respecting .gitignore) and git badges.
 
-Both come from one git command each (through gitpython's command wrapper), so a
-50,000-file repository lists in well under a second; outside a repository we walk the
-folder ourselves, skipping the usual heavy directories.
+Inside a repository both come from git (app/core/git.py: one git command each, so a
+50,000-file repository lists in well under a second); outside one we walk the folder
+ourselves, skipping the usual heavy directories. One-shot helpers for callers that hold no
+GitRepo; a long-running caller keeps a GitRepo open instead (app/core/sync.py).
 """
 
 from __future__ import annotations
@@ -10,26 +11,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from app.core.git import GitRepo, badges
+
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
              ".pytest_cache", ".ruff_cache", ".tox", "dist", "build", ".steer"}
 
 
-def _repo(root: Path):
-    try:
-        import git
-
-        return git.Repo(root, search_parent_directories=False)
-    except Exception:  # not a repository: callers fall back to the file system
-        return None
-
-
-def list_files(root: Path, limit: int = 500_000) -> list[str]:
-    """Workspace-relative POSIX paths, sorted: tracked and untracked-but-not-ignored files."""
-    repo = _repo(root)
-    if repo is not None:
-        out = repo.git.ls_files("--cached", "--others", "--exclude-standard", "-z")
-        files = sorted({p for p in out.split("\0") if p})
-        return files[:limit]
+def walk_files(root: Path, limit: int = 500_000) -> list[str]:
+    """Workspace-relative POSIX paths of a folder that is not a repository, sorted."""
     files = []
     for dirpath, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
@@ -41,31 +30,19 @@ def list_files(root: Path, limit: int = 500_000) -> list[str]:
     return sorted(files)
 
 
+def list_files(root: Path, limit: int = 500_000) -> list[str]:
+    """Workspace-relative POSIX paths, sorted: tracked and untracked-but-not-ignored files."""
+    repo = GitRepo.open(root)
+    if repo is None:
+        return walk_files(root, limit)
+    with repo:
+        return repo.list_files(limit)
+
+
 def status(root: Path) -> dict[str, str]:
     """path -> one-letter badge: M modified, A added, D deleted, R renamed, ? untracked."""
-    repo = _repo(root)
+    repo = GitRepo.open(root)
     if repo is None:
         return {}
-    out = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all")
-    badges: dict[str, str] = {}
-    entries = out.split("\0")
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if len(entry) < 4:
-            continue
-        x, y, path = entry[0], entry[1], entry[3:]
-        if x == "R" or y == "R":
-            i += 1  # the rename's source path follows
-        if x == "?":
-            badges[path] = "?"
-        elif "D" in (x, y):
-            badges[path] = "D"
-        elif x == "A":
-            badges[path] = "A"
-        elif x == "R":
-            badges[path] = "R"
-        else:
-            badges[path] = "M"
-    return badges
+    with repo:
+        return badges(repo.status())

@@ -7,6 +7,11 @@ whose region was touched becomes `conflict` and is not written. The writes thems
 compare-and-swaps under the repository lock (Workspace.swap, Journal.perform): a save that
 lands after the plan is seen at the swap, and the file is rebased again onto it (or its
 hunks become conflicts), and the journal records the bytes actually replaced.
+
+Between accepts, a live rebase (app/core/rebase.py, driven by app/core/sync.py) keeps the
+hunks on top of the disk. A conflict it finds holds both sides and is resolved on purpose:
+take mine (keep the disk), take theirs (write the proposal), or edit; a plain accept of a
+conflict, and every bulk accept, leaves it alone.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from app.core import rebase as live
 from app.core.diff import OPEN, FileDiff, Hunk, HunkState, PendingDiff
 from app.core.journal import Entry, Journal, StepFailed, UndoRefused, Write, reason
-from app.core.linediff import Change, apply_changes, line_diff, rebase
+from app.core.linediff import Change, rebase
 from app.core.textfile import NotText, TextFormat, decode, encode
 from app.core.workspace import ABSENT, Busy, Content, PathRefused, Workspace
 
@@ -202,10 +208,30 @@ class Review:
     def reject_all(self) -> Outcome:
         return self.reject(h.id for h in self.pending.hunks)
 
+    # -- resolving a conflict --------------------------------------------------------------
+    def take_mine(self, hunk_id: int) -> Outcome:
+        """Keep what is on disk: the proposal for this region is dropped (rejected)."""
+        out = self.reject([hunk_id])
+        h = self.pending.hunk(hunk_id)
+        if out.rejected and h.ancestor is not None:
+            h.note = "kept your version"
+        return out
+
+    def plan_theirs(self, hunk_id: int) -> AcceptPlan:
+        """Write the proposal over the user's lines in this region (a deliberate choice)."""
+        h = self.pending.hunk(hunk_id)
+        return self.plan({hunk_id: list(h.new)}, f"proposal for hunk #{hunk_id}")
+
+    def take_theirs(self, hunk_id: int) -> Outcome:
+        return self._run(lambda: self.plan_theirs(hunk_id))
+
+    # editing a conflict is accept_edited / plan_edited with the lines the user settled on
+
     @staticmethod
     def _bulk(fd: FileDiff) -> list[Hunk]:
-        # Bulk accepts skip hunks the answer stopped inside: those need a deliberate look.
-        return [h for h in fd.hunks if h.state in OPEN and not h.incomplete]
+        # Bulk accepts skip hunks the answer stopped inside and conflicts: those need a
+        # deliberate look; stale ones have no file to go to.
+        return [h for h in fd.hunks if h.state == HunkState.PENDING and not h.incomplete]
 
     # -- writing ---------------------------------------------------------------------------
     # An accept runs in three steps so that the UI can keep its event loop free: `plan`
@@ -234,6 +260,10 @@ class Review:
             if h.state not in OPEN:
                 if h.state == HunkState.STREAMING:
                     out.messages.append(f"hunk #{i} is still streaming")
+                continue
+            if h.ancestor is not None and h.state == HunkState.CONFLICT and chosen[i] is None:
+                out.messages.append(f"hunk #{i} conflicts with your change on disk: keep yours, "
+                                    f"take the proposal, or edit it")
                 continue
             by_file.setdefault(h.path, []).append(h)
         plan = AcceptPlan(label, [], [], out)
@@ -349,17 +379,7 @@ class Review:
     def expected(self, fd: FileDiff):
         """What steer believes is on disk for `fd` (base + accepted hunks), and a function
         mapping a base line number to its shift in that text."""
-        accepted = [h for h in fd.hunks if h.state == HunkState.ACCEPTED]
-        expected = apply_changes(fd.base.lines, [Change(h.base_start, h.base_end, h.applied or [])
-                                                 for h in accepted])
-
-        def shift(line: int) -> int:
-            # hunks of one diff are separated by unchanged lines, so "ends at or before" is
-            # the same as "comes before"
-            return sum(len(h.applied or []) - (h.base_end - h.base_start)
-                       for h in accepted if h.base_end <= line)
-
-        return expected, shift
+        return fd.expected()
 
     def _conflict(self, out: Outcome, hunks: list[Hunk], why: str, quiet: bool = False) -> None:
         for h in hunks:
@@ -370,42 +390,26 @@ class Review:
             out.messages.append(f"{hunks[0].path}: {why}; {len(hunks)} hunk(s) not written")
 
     # -- keeping in step with the disk -----------------------------------------------------
+    # A live rebase in two steps, like an accept: `touched` reads the disk and diffs it (in a
+    # thread), `apply_recheck` moves the hunks (where the pending diff lives). app/core/sync.py
+    # drives them from watch events; `recheck` is both at once. (`expected` and `_shift` are
+    # the arguments app/ui passes today; they are not needed any more.)
     def recheck(self, path: str) -> list[Hunk]:
-        """After the file changed on disk: open hunks whose region was touched become
-        `stale`, untouched ones (again) `pending`. Returns the hunks whose state changed.
-        The UI runs the middle step, `touched`, in a thread."""
+        """After the file changed on disk: rebase its hunks onto the disk (see rebase.py).
+        Returns the hunks that moved, changed state or became conflicts."""
         fd = self.pending.files.get(path)
         if fd is None:
             return []
-        expected, shift = self.expected(fd)
-        return self.apply_recheck(fd, self.touched(self.ws, fd, expected), shift)
+        return self.apply_recheck(fd, self.touched(self.ws, fd, None), None)
 
     @staticmethod
-    def touched(ws: Workspace, fd: FileDiff, expected: list[str]) -> list[tuple[int, int]] | None:
-        """Regions of `expected` changed on disk; None when the file is gone or unreadable."""
-        try:
-            disk = ws.snapshot(fd.path)
-        except NotText:
-            return None
-        if fd.base.exists and not disk.exists:
-            return None
-        return [(a1, a2) for a1, a2, _, _ in line_diff(expected, disk.lines)]
+    def touched(ws: Workspace, fd: FileDiff, expected=None) -> live.DiskRead:
+        """The disk as it is, diffed against what steer expects (safe in a thread)."""
+        return live.read_disk(ws, live.expectation(fd))
 
-    def apply_recheck(self, fd: FileDiff, touched: list[tuple[int, int]] | None, shift) -> list[Hunk]:
-        flipped = []
-        for h in fd.hunks:
-            if h.state not in (HunkState.PENDING, HunkState.STALE):
-                continue
-            d = shift(h.base_start)
-            s, e = h.base_start + d, h.base_end + d
-            hit = touched is None or any(s <= u2 and u1 <= e for u1, u2 in touched)
-            new = HunkState.STALE if hit else HunkState.PENDING
-            if new != h.state:
-                h.state = new
-                h.note = "the lines changed on disk since the request" if hit else ""
-                fd.touch(h)
-                flipped.append(h)
-        return flipped
+    def apply_recheck(self, fd: FileDiff, read: live.DiskRead, _shift=None) -> list[Hunk]:
+        done = live.apply(fd, read)
+        return [*done.changed, *(h for h in done.conflicts if h not in done.changed)]
 
     async def recheck_async(self, paths: Iterable[str]) -> list[Hunk]:
         """`recheck` for files that changed on disk, reading them in a thread."""

@@ -135,6 +135,8 @@ class MainScreen(FrameTickScreen):
         """An accept or undo a crash left half-done is completed before anything else."""
         try:
             done = await self.session.recover()
+            if not self._ready:
+                return
         except (Busy, OSError) as exc:
             self.notify(f"an interrupted accept or undo is not complete: {exc}", severity="error")
             return
@@ -146,7 +148,8 @@ class MainScreen(FrameTickScreen):
 
     async def _check_undo(self) -> None:
         self._can_undo = await self.session.journal_undoable()
-        self.refresh_bindings()
+        if self._ready:
+            self.refresh_bindings()
 
     def on_resize(self, event) -> None:
         # narrow terminals: a slimmer tree and side pane, then no tree (c and @path still work)
