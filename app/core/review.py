@@ -145,12 +145,15 @@ def pick_lines(h: Hunk, rows: Iterable[int]) -> list[str]:
 
 
 class Review:
-    def __init__(self, ws: Workspace, pending: PendingDiff, journal: Journal | None = None) -> None:
+    def __init__(self, ws: Workspace, pending: PendingDiff, journal: Journal | None = None, *,
+                 lock: asyncio.Lock | None = None) -> None:
         self.ws = ws
         self.pending = pending
         self.journal = journal or Journal.for_workspace(ws)
         self._undo: list[_Tx] = []
-        self._lock = asyncio.Lock()  # one accept or undo of this review at a time
+        # one accept or undo at a time; the session shares it with the live rebase (Sync), so
+        # a rebase never sees steer's own write half recorded
+        self._lock = lock or asyncio.Lock()
         # called after hunks were decided (an agent's write waits for that: Session)
         self.on_decided: Callable[[], None] | None = None
 

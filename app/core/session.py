@@ -131,7 +131,8 @@ class Session:
         self._snapshots: list[Snapshot] = []
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
         self.journal = Journal.for_workspace(ws)
-        self._undo_lock = asyncio.Lock()
+        # one write at a time (accept, undo), shared with the live rebase (app/core/sync.py)
+        self.write_lock = asyncio.Lock()
 
     # -- context ---------------------------------------------------------------------------
     def add_context(self, raw: str) -> str:
@@ -271,7 +272,7 @@ class Session:
         if kind == "ask":
             self._snapshots = self._snapshot_context()
             self.pending = PendingDiff(self.ws, self._snapshots)
-            self.review = Review(self.ws, self.pending, self.journal)
+            self.review = Review(self.ws, self.pending, self.journal, lock=self.write_lock)
             self.review.on_decided = self.agent.settle
             self.history = []
             self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
@@ -384,7 +385,7 @@ class Session:
         same one `steer undo` reverts), so the app and the command line never disagree."""
         if self.review is not None:
             return await self.review.undo_async()
-        async with self._undo_lock:
+        async with self.write_lock:
             done = await asyncio.to_thread(self.journal.undo, self.ws)
             return done.label
 

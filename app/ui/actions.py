@@ -28,6 +28,12 @@ class State(Protocol):
     def can_undo(self) -> bool: ...
     @property
     def has_queue(self) -> bool: ...
+    @property
+    def hunk_conflict(self) -> bool: ...  # the hunk under the cursor conflicts with the disk
+    @property
+    def any_accepted(self) -> bool: ...
+    @property
+    def in_git(self) -> bool: ...
 
 
 WHEN: dict[str, Callable[[State], bool]] = {
@@ -37,6 +43,9 @@ WHEN: dict[str, Callable[[State], bool]] = {
     "any_open": lambda s: s.any_open,
     "can_undo": lambda s: s.can_undo,
     "queue": lambda s: s.has_queue,
+    "conflict": lambda s: s.hunk_conflict,
+    "accepted": lambda s: s.any_accepted,
+    "git": lambda s: s.in_git,
 }
 
 
@@ -91,6 +100,19 @@ ACTIONS: tuple[Action, ...] = (
     Action("last_hunk", "G", "diff", "last_hunk", "Last", "last hunk", "Review", show=False),
     Action("to_prompt", "tab", "diff", "screen.focus_prompt", "Type", "back to the prompt (typing a "
            "letter that is not a review key starts a message too)", "Review"),
+    Action("keep_mine", "m", "diff", "screen.keep_mine", "Keep mine", "a conflict: keep your "
+           "lines on disk, drop the proposal's", "Review", "Keep my version", when="conflict"),
+    Action("take_theirs", "T", "diff", "screen.take_theirs", "Take theirs", "a conflict: write "
+           "the proposal over your lines (e edits a mix)", "Review", "Take the proposal",
+           when="conflict"),
+    # git
+    Action("git_view", "d", "diff", "screen.cycle_view", "View", "the diff pane shows: pending "
+           "changes / working tree vs HEAD / index vs HEAD", "Git", "Git view"),
+    Action("stage", "S", "diff", "screen.stage", "Stage", "stage exactly the accepted hunks (like "
+           "git add -p; your other changes stay unstaged)", "Git", "Stage accepted hunks",
+           when="accepted"),
+    Action("commit", "C", "diff", "screen.commit", "Commit", "commit what is staged: type a message "
+           "or let the model propose one", "Git", "Commit", when="git"),
     # files and queue
     Action("toggle_context", "c", "tree", "toggle_context", "Context ±", "add / remove the file from "
            "the model's context", "Files"),

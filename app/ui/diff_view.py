@@ -159,6 +159,8 @@ class DiffView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.fd: FileDiff | None = None
+        self.path: str | None = None  # the file shown (pending diff or git view)
+        self._fixed: list[Row] | None = None  # a read-only view's rows
         self.file_layout: FileLayout | None = None
         self.rows: list[Row] = []
         self.cursor_id: int | None = None
@@ -177,8 +179,10 @@ class DiffView(ScrollView, can_focus=True):
 
     # -- model -----------------------------------------------------------------------------
     def show(self, fd: FileDiff | None, message: str = "") -> None:
-        if fd is not self.fd:
+        if fd is not self.fd or self._fixed is not None:
             self.fd = fd
+            self._fixed = None
+            self.path = fd.path if fd is not None else None
             self._highlighter = None
             self.file_layout = FileLayout(fd) if fd is not None else None
             self.cursor_id = None
@@ -187,6 +191,16 @@ class DiffView(ScrollView, can_focus=True):
             self.scroll_to(0, 0, animate=False)
         if message:
             self.message = message
+        self.refresh_rows()
+
+    def show_rows(self, path: str, rows: list[Row]) -> None:
+        """A read-only view (what git sees): rows as they are, no hunks to decide."""
+        self.fd, self.file_layout, self._fixed = None, None, rows
+        if path != self.path:
+            self.path, self._highlighter = path, None
+            self.scroll_to(0, 0, animate=False)
+        self.cursor_id = None
+        self.line_mode = False
         self.refresh_rows()
 
     @property
@@ -206,7 +220,10 @@ class DiffView(ScrollView, can_focus=True):
     def refresh_rows(self) -> None:
         """Re-layout after the pending diff changed (called at most once per frame)."""
         old_len = len(self.rows)
-        if self.file_layout is None:
+        if self._fixed is not None:
+            self.rows = self._fixed
+            self._hunk_rows, first = {}, 0
+        elif self.file_layout is None:
             self.rows = [Row("note", self.message)]
             self._hunk_rows, first = {}, 0
         else:
@@ -431,6 +448,9 @@ class DiffView(ScrollView, can_focus=True):
             style = self._style(h.state.value)
             if h.state == HunkState.STREAMING:
                 text = f" #{h.id} {label}   at line {h.base_start + 1} · {len(h.new)} new lines so far"
+            elif h.state == HunkState.CONFLICT and h.ancestor is not None:
+                text = (f" #{h.id} conflict at line {h.base_start + 1}:  − your lines on disk   "
+                        "+ the proposal   (m keeps yours · T takes the proposal · e edits)")
             else:
                 text = (f" #{h.id} {label}   -{h.base_start + 1},{h.base_end - h.base_start} "
                         f"+{row.new_no},{len(h.new)}")
@@ -468,11 +488,11 @@ class DiffView(ScrollView, can_focus=True):
 
     def _code(self, row: Row, text: str, style: Style) -> list[Segment]:
         h = row.hunk
-        if self.fd is None or (h is not None and h.state == HunkState.STREAMING):
+        if self.path is None or (h is not None and h.state == HunkState.STREAMING):
             return [Segment(text, style)]  # highlighted once the hunk is complete
         hl = self._highlighter
         if hl is None or hl.theme is not _syntax_theme(self.syntax):
-            hl = self._highlighter = Highlighter(self.fd.path, self.syntax)
+            hl = self._highlighter = Highlighter(self.path, self.syntax)
         tokens = hl.tokens(text)
         if tokens is None:
             if not self._unlit:

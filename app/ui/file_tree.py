@@ -1,8 +1,9 @@
 """The file tree: the workspace's files (as git sees them), with badges.
 
 Nodes are created lazily, when their folder is expanded, so a 50,000-file repository paints
-at once. Badges: git status (M/A/D/R/?), ●n pending hunks, ◆ in the model's context, + a file
-the proposal creates.
+at once. Badges: git status as `git status -s` colours it (the staged letter green, the
+unstaged one in the warning colour: `M` staged, `M` modified, `MM` both; A/D/R/? / U for a
+conflict), ●n pending hunks, ◆ in the model's context, + a file the proposal creates.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from app.ui.actions import bindings
 
 # badge -> theme colour, so badges read well in light and high-contrast themes too
 BADGE_COLOR = {"M": "warning", "A": "success", "+": "success", "D": "error", "R": "secondary",
-               "?": "secondary", "pending": "accent", "context": "primary"}
+               "?": "secondary", "U": "error", "staged": "success", "pending": "accent",
+               "context": "primary"}
 
 
 class FileTree(Tree[str]):
@@ -36,7 +38,7 @@ class FileTree(Tree[str]):
         self._dirs: dict[str, tuple[list[str], list[str]]] = {"": ([], [])}
         self._by_path: dict[str, TreeNode[str]] = {"": self.root}
         self._filled: set[str] = set()
-        self.git: dict[str, str] = {}
+        self.git: dict[str, tuple[str, str]] = {}  # path -> (staged letter, unstaged letter)
         self.pending: dict[str, int] = {}
         self.created: set[str] = set()
         self.context: set[str] = set()
@@ -108,7 +110,8 @@ class FileTree(Tree[str]):
             self.call_after_refresh(self.move_cursor, node)
 
     # -- badges ----------------------------------------------------------------------------
-    def set_badges(self, *, git: dict[str, str] | None = None, pending: dict[str, int] | None = None,
+    def set_badges(self, *, git: dict[str, tuple[str, str]] | None = None,
+                   pending: dict[str, int] | None = None,
                    created: set[str] | None = None, context: set[str] | None = None) -> None:
         changed: set[str] = set()
         for name, new in (("git", git), ("pending", pending), ("created", created), ("context", context)):
@@ -146,10 +149,15 @@ class FileTree(Tree[str]):
             if any(p.startswith(path) for p in self.pending):
                 text.append(" ●", self._color("pending", bold=True))
             return text
-        badge = "+" if path in self.created else self.git.get(path)
-        text.append(name, self._color(badge) if badge else "")
-        if badge:
-            text.append(f" {badge}", self._color(badge))
+        staged, unstaged = ("+", "") if path in self.created else self.git.get(path, ("", ""))
+        tone = "staged" if staged and not unstaged else (unstaged or staged)
+        text.append(name, self._color(tone) if (staged or unstaged) else "")
+        if staged or unstaged:
+            text.append(" ")
+            if staged:
+                text.append(staged, self._color("+" if staged == "+" else "staged"))
+            if unstaged:
+                text.append(unstaged, self._color(unstaged))
         if self.pending.get(path):
             text.append(f" ●{self.pending[path]}", self._color("pending", bold=True))
         if path in self.context:

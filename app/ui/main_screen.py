@@ -26,14 +26,16 @@ from textual.css.query import NoMatches
 from textual.reactive import var
 from textual.widgets import Header, Input
 
-from app.core import repo, watch
 from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.git import FileStatus
 from app.core.journal import UndoRefused
 from app.core.prompts import fence_lang
 from app.core.review import AcceptPlan, Outcome
 from app.core.session import ContextError, Session
+from app.core.sync import Sync, SyncUpdate
 from app.core.workspace import Busy
 from app.ui import actions
+from app.ui.commit_screen import CommitScreen
 from app.ui.compat import FrameTickScreen, shutting_down
 from app.ui.diff_view import DiffView, warm_lexer
 from app.ui.file_tree import FileTree
@@ -44,6 +46,7 @@ from app.ui.prompt import PromptInput, at_paths
 from app.ui.queue_view import QueueView
 from app.ui.screens import HunkEditor
 from app.ui.stream_view import StreamView
+from app.view import gitdiff
 from app.view.frames import Frame, FrameSync, Piece
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
@@ -86,6 +89,10 @@ class MainScreen(FrameTickScreen):
         self._badges_at = 0.0
         self._elsewhere = ""  # where the answer writes, when the review is not following it
         self._can_undo = False  # the journal holds an accept to undo (checked in a thread)
+        self.branch = ""
+        self.view = "pending"  # what the diff pane shows: pending | head | index
+        self.git_sync: Sync | None = None
+        self.on_sync = None  # optional hook, called after each sync update (benchmarks)
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -113,7 +120,7 @@ class MainScreen(FrameTickScreen):
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
-        self.sub_title = f"{self.ws.root.name} · {self.session.provider.label}"
+        self._render_header()
         for raw in self._initial_context:
             self._add_context(raw, quiet=False)
         self._render_context()
@@ -124,11 +131,9 @@ class MainScreen(FrameTickScreen):
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)
         gc.freeze()  # what start-up built stays: keep it out of every later collection
-        self.run_worker(self._load_files(), group="files")
+        self.run_worker(self._sync(), group="sync")
         if self.session.provider.capabilities.warm_up:  # the model loads while you type
             self.run_worker(self.session.provider.warm(), group="warm")
-        if self.watch_files:
-            self.run_worker(self._watch(), group="watch")
         self.run_worker(self._recover(), group="recover")
 
     async def _recover(self) -> None:
@@ -221,6 +226,10 @@ class MainScreen(FrameTickScreen):
             self._sync_diff(self.session.pending, f)
         if f.started is not None:
             self.gc.streaming()
+            if self.view != "pending":  # a new answer: its pending diff is what matters now
+                self.view = "pending"
+                if self.selected:
+                    self._select(self.selected, None, manual=False)
             self.refresh_bindings()
             self._render_queue()
         for ended in f.ended:
@@ -290,6 +299,8 @@ class MainScreen(FrameTickScreen):
         if missing:
             self.files = sorted(set(self.files) | set(missing))
             tree.load(self.files)
+        if self.view != "pending":
+            return  # a git view is up: the pending diff shows again when the user asks
         diff = self.query_one(DiffView)
         live = pending.live_hunk if self.session.streaming else None
         if self.follow and live is not None:
@@ -323,7 +334,10 @@ class MainScreen(FrameTickScreen):
         if manual:
             self.follow = False
         fd = pending.files.get(path) if pending is not None else None
-        diff.show(fd, "" if fd else f"No pending changes for {path}.")
+        if self.view != "pending" and self.in_git:
+            self.run_worker(self._show_git_view(path), group="gitview", exclusive=True)
+        else:
+            diff.show(fd, "" if fd else f"No pending changes for {path}.")
         self._render_diff_title()
         if hunk_id is not None:
             diff.select(hunk_id)
@@ -332,7 +346,9 @@ class MainScreen(FrameTickScreen):
     @on(DiffView.ModeChanged)
     def _render_diff_title(self) -> None:
         diff = self.query_one(DiffView)
-        title = "Pending diff" + (f" · {self.selected}" if self.selected else "")
+        head = {"pending": "Pending diff", "head": "Working tree vs HEAD",
+                "index": "Staged (index vs HEAD)"}[self.view]
+        title = head + (f" · {self.selected}" if self.selected else "")
         if diff.line_mode:
             title += " · LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves"
         elif diff.side_by_side:
@@ -368,37 +384,54 @@ class MainScreen(FrameTickScreen):
             title.display = bool(queue) or self._editing is not None
 
     # -- files, git, watching --------------------------------------------------------------
-    async def _load_files(self) -> None:
-        files, status = await asyncio.gather(asyncio.to_thread(repo.list_files, self.ws.root),
-                                             asyncio.to_thread(repo.status, self.ws.root))
-        if not self._ready:  # the app closed meanwhile
-            return
-        self.files = files
-        self.query_one(PromptInput).files = files
-        tree = self.query_one(FileTree)
-        tree.load(files)
-        tree.set_badges(git=status, context=set(self.session.context))
+    async def _sync(self) -> None:
+        """The working tree and git, kept in step (app/core/sync.py): the first picture,
+        then every coalesced burst of changes, whoever made them."""
+        self.git_sync = await asyncio.to_thread(
+            Sync.open, self.ws, lambda: self.session.pending, lock=self.session.write_lock)
+        try:
+            first = await self.git_sync.initial()
+            if not self._ready:
+                return
+            self._apply_sync(first)
+            if self.watch_files:
+                async for update in self.git_sync.updates(self._stop_watch):
+                    if not self._ready:
+                        return
+                    self._apply_sync(update)
+                    if self.on_sync is not None:
+                        self.on_sync(update)
+        finally:
+            await self.git_sync.aclose()
 
-    async def _watch(self) -> None:
-        async for paths in watch.changes(self.ws.root, self._stop_watch):
-            await self._on_disk_change(paths)
-
-    async def _on_disk_change(self, paths: set[str]) -> None:
-        status = await asyncio.to_thread(repo.status, self.ws.root)
+    def _apply_sync(self, u: SyncUpdate) -> None:
         tree = self.query_one(FileTree)
-        if any(not tree.has(p) for p in paths) or any(
-                not (self.ws.root / p).exists() for p in paths if tree.has(p)):
-            self.files = await asyncio.to_thread(repo.list_files, self.ws.root)
-            self.query_one(PromptInput).files = self.files
+        if u.files is not None:
             pending = self.session.pending
-            tree.load(self.files + (list(pending.files) if pending else []))
-        tree.set_badges(git=status)
-        review = self.session.review
-        if review is None:
-            return
-        flipped = await review.recheck_async(paths)
-        for p in sorted({h.path for h in flipped if h.state == HunkState.STALE}):
-            self.notify(f"{p} changed on disk: hunks there are stale", severity="warning")
+            self.files = u.files
+            self.query_one(PromptInput).files = u.files
+            tree.load(u.files + [p for p in (pending.files if pending else ())
+                                 if pending.files[p].created and pending.files[p].hunks])
+        if u.status is not None:
+            tree.set_badges(git={p: _git_badge(st) for p, st in u.status.items()})
+        if u.branch is not None and u.branch != self.branch:
+            self.branch = u.branch
+            self._render_header()
+        for r in u.rebased:
+            if r.conflicts:
+                n = len(r.conflicts)
+                self.notify(f"{r.path} changed on disk: {n} hunk{'s' if n != 1 else ''} overlap your "
+                            "edit (m keeps yours, T takes the proposal, e edits)", severity="warning",
+                            timeout=8)
+            if r.stale:
+                self.notify(f"{r.path}: {r.stale}", severity="warning", timeout=8)
+        if u.git_changed and self.view != "pending" and self.selected:
+            self.run_worker(self._show_git_view(self.selected), group="gitview", exclusive=True)
+        self.frame()  # the rebased hunks, now
+
+    def _render_header(self) -> None:
+        branch = f" · {self.branch}" if self.branch else ""
+        self.sub_title = f"{self.ws.root.name}{branch} · {self.session.provider.label}"
 
     # -- prompt ----------------------------------------------------------------------------
     @on(Input.Changed, "#prompt")
@@ -672,6 +705,68 @@ class MainScreen(FrameTickScreen):
                 self._advance()
         return done
 
+    # -- conflicts with the disk -----------------------------------------------------------
+    def action_keep_mine(self) -> None:
+        _, h = self._current()
+        review = self.session.review
+        if h is not None and review is not None and self.hunk_conflict:
+            review.take_mine(h.id)
+            self.frame()
+            self._advance()
+
+    async def action_take_theirs(self) -> None:
+        _, h = self._current()
+        review = self.session.review
+        if h is not None and review is not None and self.hunk_conflict:
+            await self._carry_out(review.plan_theirs(h.id))
+            self._advance()
+
+    # -- git -------------------------------------------------------------------------------
+    def action_cycle_view(self) -> None:
+        views = ["pending", "head", "index"] if self.in_git else ["pending"]
+        self.view = views[(views.index(self.view) + 1) % len(views)] if self.view in views else "pending"
+        if self.selected:
+            self._select(self.selected, None)
+
+    async def _show_git_view(self, path: str) -> None:
+        sync = self.git_sync
+        if sync is None or sync.git is None:
+            return
+        what = "working tree vs HEAD" if self.view == "head" else "index vs HEAD"
+        fetch = sync.git.diff_head if self.view == "head" else sync.git.diff_index
+        try:
+            text = await asyncio.to_thread(fetch, path)
+        except Exception as exc:  # noqa: BLE001 - git's own message, shown where the diff goes
+            text, what = "", f"{what}: git failed: {exc}"
+        if self._ready and self.selected == path and self.view != "pending":
+            self.query_one(DiffView).show_rows(path, gitdiff.rows(path, text, what))
+
+    async def action_stage(self) -> None:
+        pending, sync = self.session.pending, self.git_sync
+        if pending is None or sync is None:
+            return
+        async with self.session.write_lock:  # not while an accept writes
+            result = await sync.stage(pending)
+        for msg in result.messages:
+            self.notify(msg, severity="warning", timeout=8)
+        if result.staged:
+            self.notify(f"staged the accepted hunks of {', '.join(result.staged)}", timeout=4)
+        elif not result.messages:
+            self.notify("the accepted hunks were staged already", timeout=3)
+
+    def action_commit(self) -> None:
+        sync = self.git_sync
+        if sync is None or sync.git is None:
+            self.notify("not a git repository: nothing to commit", severity="warning")
+            return
+        staged = sorted(p for p, b in self.query_one(FileTree).git.items() if b[0])
+
+        def done(summary: str | None) -> None:
+            if summary:
+                self.notify(f"committed: {summary}", timeout=6)
+
+        self.app.push_screen(CommitScreen(sync, self.session.provider, staged), callback=done)
+
     # -- steering and focus ----------------------------------------------------------------
     def action_interrupt(self) -> None:
         if self._editing is not None:  # Esc leaves the edit first; the next one stops the model
@@ -738,6 +833,23 @@ class MainScreen(FrameTickScreen):
     def has_queue(self) -> bool:
         return bool(self.session.queue)
 
+    @property
+    def hunk_conflict(self) -> bool:
+        if not self._ready:
+            return False
+        h = self.query_one(DiffView).hunk
+        return h is not None and h.state == HunkState.CONFLICT and h.ancestor is not None
+
+    @property
+    def any_accepted(self) -> bool:
+        pending = self.session.pending
+        return self.in_git and pending is not None and any(
+            h.state == HunkState.ACCEPTED for h in pending.hunks)
+
+    @property
+    def in_git(self) -> bool:
+        return self.git_sync is not None and self.git_sync.git is not None
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that would do nothing now, so the footer shows what matters."""
         return actions.available(action, self)
@@ -749,6 +861,15 @@ class MainScreen(FrameTickScreen):
             owner = {"screen": self, "app": self.app}.get(target, diff)
             yield SystemCommand(a.palette or a.label, a.help,
                                 lambda o=owner, n=name: o.run_action(n))
+
+
+def _git_badge(st: FileStatus) -> tuple[str, str]:
+    """(staged letter, unstaged letter), as `git status -s` shows them."""
+    if st.conflicted:
+        return "", "U"
+    if st.untracked:
+        return "", "?"
+    return (st.index if st.staged else ""), (st.worktree if st.unstaged else "")
 
 
 def _write(view: StreamView, pieces: list[Piece]) -> None:

@@ -18,7 +18,7 @@ _KEY_NAMES = {"down": "↓", "up": "↑", "left": "←", "right": "→", "questi
               "pagedown": "PgDn", "pageup": "PgUp", "delete": "Del", "backspace": "⌫"}
 
 
-SECTIONS = ["Prompt", "Review", "Files", "Queue", "App"]
+SECTIONS = ["Prompt", "Review", "Git", "Files", "Queue", "App"]
 
 
 def pretty_keys(keys: str) -> str:

@@ -1,0 +1,68 @@
+"""Commit what is staged, with a message the user types or the model proposes (shown here
+for editing first). Hooks run as git runs them; a failing hook's own words are shown here,
+and nothing is lost: the message stays for another try."""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static, TextArea
+
+from app.core.commit_message import ProposalFailed
+from app.core.provider import Provider
+from app.core.sync import Sync
+
+
+class CommitScreen(ModalScreen[str | None]):
+    """Dismissed with git's summary line after a commit, None when cancelled."""
+
+    BINDINGS = [Binding("ctrl+s", "commit", "Commit", priority=True),
+                Binding("ctrl+g", "propose", "Propose a message", priority=True),
+                Binding("escape", "cancel", "Cancel", priority=True)]
+
+    def __init__(self, sync: Sync, provider: Provider, staged: list[str]) -> None:
+        super().__init__()
+        self.sync = sync
+        self.provider = provider
+        self.staged = staged
+
+    def compose(self) -> ComposeResult:
+        files = ", ".join(self.staged) if self.staged else "what is staged"
+        with Vertical(id="commit"):
+            yield Label(f"Commit {files} — Ctrl+S commits, Ctrl+G asks the model for a message, "
+                        "Esc cancels", id="commit-title")
+            yield TextArea("", id="commit-message")
+            yield Static("", id="commit-result")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def _say(self, text: str) -> None:
+        self.query_one("#commit-result", Static).update(text)
+
+    @work(exclusive=True, group="commit")
+    async def action_propose(self) -> None:
+        self._say(f"asking {self.provider.label} for a message…")
+        try:
+            message = await self.sync.propose_message(self.provider)
+        except ProposalFailed as exc:
+            self._say(f"no message proposed: {exc}")
+            return
+        self.query_one(TextArea).text = message
+        self._say("proposed: edit it as you like, then Ctrl+S")
+
+    @work(exclusive=True, group="commit")
+    async def action_commit(self) -> None:
+        message = self.query_one(TextArea).text
+        self._say("committing (hooks run as git runs them)…")
+        result = await self.sync.commit(message)
+        if result.ok:
+            self.dismiss(result.message)
+        else:
+            self._say(f"not committed: {result.message}")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
