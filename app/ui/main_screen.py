@@ -591,8 +591,9 @@ class MainScreen(FrameTickScreen):
             diff.line_mode = False
         else:
             plan = review.plan_hunks([h.id])
-        await self._carry_out(plan)
-        self._advance()
+        out = await self._carry_out(plan)
+        if out is not None and out.accepted:
+            self._advance()  # on to the next one; a refused accept stays where the user looks
 
     def action_reject_hunk(self) -> None:
         diff, h = self._current()
