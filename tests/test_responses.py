@@ -656,6 +656,7 @@ async def test_the_app_opens_the_socket_at_start_and_enter_while_streaming_steer
     assert second.steered_at == len(first.text) and second.text == SUB_ANSWER
     assert len(creates(server)) == 1  # steered on the open socket, no second request
     assert "do sub instead" in stream_text
+    assert "(steered: the model continues from where it was)" in stream_text  # where it landed
 
 
 @pytest.mark.model

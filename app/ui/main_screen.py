@@ -42,6 +42,7 @@ from app.ui.file_tree import FileTree
 from app.ui.gc_policy import AnswerGC
 from app.ui.key_bar import KeyBar
 from app.ui.line import Line
+from app.ui.permission_screen import PermissionScreen
 from app.ui.prompt import PromptInput, at_paths
 from app.ui.queue_view import QueueView
 from app.ui.screens import HunkEditor
@@ -239,6 +240,8 @@ class MainScreen(FrameTickScreen):
             self._render_diff_title()
         if f.ended and not self.session.streaming:
             self.set_timer(GC_AFTER, self._settle_gc)
+        for req in f.permissions:
+            self._ask_permission(req)
         if f.title is not None:
             self.query_one("#stream-title", Line).set(f.title)
         if f.status is not None:
@@ -247,6 +250,14 @@ class MainScreen(FrameTickScreen):
             self.frames += 1
             if self.on_frame is not None:
                 self.on_frame()
+
+    def _ask_permission(self, req) -> None:
+        """The agent waits for this answer: ask at once (several queue up as screens)."""
+
+        def answered(option: str | None) -> None:
+            self.session.agent.answer(req, option)
+
+        self.app.push_screen(PermissionScreen(req), callback=answered)
 
     def _settle_gc(self) -> None:
         if not self.session.streaming:

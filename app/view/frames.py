@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.events import PermissionRequest
 from app.core.session import Session, Turn
 from app.view.status import answer_title, review_line
 
@@ -62,12 +63,14 @@ class Frame:
     ended: list[Ended] = field(default_factory=list)
     title: str | None = None  # the answer pane's title, when it changed
     status: str | None = None  # the bottom line, when it changed
+    permissions: list[PermissionRequest] = field(default_factory=list)  # new: ask the user
 
     @property
     def changed(self) -> bool:
         """Content changed (titles alone do not count: they tick with the clock)."""
         return bool(self.answer or self.explanation or self.clear_explanation or self.dirty
-                    or self.started or self.ended or self.new_change_set is not None)
+                    or self.started or self.ended or self.new_change_set is not None
+                    or self.permissions)
 
 
 class FrameSync:
@@ -85,12 +88,18 @@ class FrameSync:
         self._diff_at = self._title_at = self._status_at = float("-inf")
         self._title: str | None = None
         self._status: str | None = None
+        self._reasoning = 0  # reasoning chunks of the turn taken
+        self._thinking = False  # the answer pane is in the middle of reasoning text
+        self._plan: tuple = ()  # the plan as last shown
+        self._tools: dict[str, str | None] = {}  # tool call id -> status last shown
+        self._asked: set[int] = set()  # permission requests handed out (by id())
 
     def take(self, force_status: bool = False) -> Frame:
         session = self.session
         session.take_data()
         now = self.clock()
         f = Frame()
+        self._pull_agent(f)
         self._pull_chunks(f)  # the last words of the turn on screen first: a redirect ends it
         pending = session.pending
         if pending is not None:
@@ -100,6 +109,7 @@ class FrameSync:
             if self.turn is not None and self._was_live and not self.turn.live:
                 f.ended.append(self._end(f, self.turn, superseded=True))
             self._begin(f, turn)
+            self._pull_agent(f)
             self._pull_chunks(f)
         live = turn is not None and turn.live
         if self._was_live and not live and turn is not None:
@@ -112,17 +122,54 @@ class FrameSync:
     def _pull_chunks(self, f: Frame) -> None:
         turn = self.turn
         if turn is not None and self.chunks < len(turn.chunks):
+            if self._thinking:  # the answer proper starts on a line of its own
+                f.answer.append(Piece("", line=True))
+                self._thinking = False
             f.answer.append(Piece("".join(turn.chunks[self.chunks :])))
             self.chunks = len(turn.chunks)
+
+    def _pull_agent(self, f: Frame) -> None:
+        """What a model thinks and an agent does besides writing: reasoning (dim), the plan
+        and tool calls (a line each time they change), permission requests (to answer)."""
+        turn = self.turn
+        if turn is None:
+            return
+        if self._reasoning < len(turn.reasoning):
+            if not self._thinking:
+                f.answer.append(Piece("thinking… ", "dim"))
+                self._thinking = True
+            f.answer.append(Piece("".join(turn.reasoning[self._reasoning :]), "dim"))
+            self._reasoning = len(turn.reasoning)
+        plan = tuple((p.content, p.status) for p in turn.plan)
+        if plan != self._plan:
+            self._plan = plan
+            done = sum(1 for _, st in plan if st == "completed")
+            now = next((c for c, st in plan if st == "in_progress"), None)
+            text = f"▸ plan: {done}/{len(plan)} done" + (f" · now: {now}" if now else "")
+            f.answer.append(Piece(text, "dim", line=True))
+        for tid, call in turn.tools.items():
+            if self._tools.get(tid, "") != call.status:
+                self._tools[tid] = call.status
+                if call.status in (None, "pending", "completed", "failed"):
+                    mark = {"completed": "✓", "failed": "✗"}.get(call.status or "", "⚙")
+                    f.answer.append(Piece(f"{mark} {call.title}", "dim", line=True))
+        for req in self.session.agent.permissions:
+            if id(req) not in self._asked:
+                self._asked.add(id(req))
+                f.permissions.append(req)
 
     def _begin(self, f: Frame, turn: Turn) -> None:
         label = TURN_LABEL[turn.kind]
         if self.turn is not None:
             f.answer.append(Piece("", line=True))
         f.answer.append(Piece(f"{label} {turn.instruction}", "user", line=True))
+        if turn.steered_at is not None:  # the server took it mid-answer: it goes on from here
+            f.answer.append(Piece("  (steered: the model continues from where it was)", "dim",
+                                  line=True))
         if turn.kind != "ask" and self._explained:
             f.explanation.append(Piece(f"── {label}: {turn.instruction}", "dim", line=True))
         self.turn, self.chunks = turn, 0
+        self._reasoning, self._thinking, self._plan, self._tools = 0, False, (), {}
         self._was_live = True
         f.started = turn
 

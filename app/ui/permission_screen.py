@@ -1,0 +1,46 @@
+"""An agent asks before it runs a tool: its question, what the tool is, and the options it
+offers, answered with a key. The agent waits meanwhile; so does nothing else in steer."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+from app.core.events import PermissionRequest
+
+
+class PermissionScreen(ModalScreen[str | None]):
+    """Dismissed with the chosen option's id; Esc picks the first "reject" option the
+    agent offers (or cancels the request when it offers none)."""
+
+    BINDINGS = [Binding("escape", "refuse", "Refuse", priority=True)]
+
+    def __init__(self, request: PermissionRequest) -> None:
+        super().__init__()
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        req = self.request
+        tool = req.tool
+        with Vertical(id="permission"):
+            yield Label(f"The agent asks: {req.title}", id="permission-title")
+            kind = f" ({tool.kind})" if tool.kind else ""
+            yield Static(f"tool: {tool.title}{kind}", id="permission-tool")
+            lines = [f"  {i}  {o.name}" for i, o in enumerate(req.options, 1)]
+            yield Static("\n".join(lines), id="permission-options")
+            yield Label("a number answers · Esc refuses", id="permission-foot")
+
+    def on_key(self, event: events.Key) -> None:
+        if event.character and event.character.isdigit():
+            i = int(event.character) - 1
+            if 0 <= i < len(self.request.options):
+                event.stop()
+                self.dismiss(self.request.options[i].id)
+
+    def action_refuse(self) -> None:
+        reject = next((o for o in self.request.options if o.kind.startswith("reject")), None)
+        self.dismiss(reject.id if reject else None)

@@ -1,0 +1,61 @@
+"""An ACP agent in the app: its thoughts, plan and tool calls in the answer pane, its
+permission request answered with a key, its write a pending hunk that the agent waits on
+until the user decides in the review."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import init_repo
+from pilot import SIZE, ask, until
+from test_acp import SRC, logged, script
+
+from app.core.diff import HunkState
+from app.providers.acp import AcpAgent
+from app.ui.app import SteerApp
+from app.ui.diff_view import DiffView
+from app.ui.permission_screen import PermissionScreen
+
+
+@pytest.fixture
+def agent_log(tmp_path: Path, monkeypatch) -> Path:
+    path = tmp_path / "agent.log"
+    monkeypatch.setenv("STEER_TEST_AGENT_LOG", str(path))
+    return path
+
+
+async def test_an_agents_write_is_a_hunk_it_waits_on_until_the_user_accepts(tmp_path, agent_log):
+    repo = init_repo(tmp_path / "r", {"f.txt": SRC})
+    cmd = script(tmp_path, [
+        {"think": "the third line needs a word"},
+        {"plan": [["change line 3", "in_progress"], ["say so", "pending"]]},
+        {"permission": {"id": "p1", "title": "Edit f.txt"}},
+        {"write": {"path": "f.txt", "content": SRC.replace("line 3\n", "line three\n")}},
+        {"say": "Changed line 3."}])
+    app = SteerApp(repo, AcpAgent(cmd, str(repo)), watch_files=False, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "spell out line 3")
+        await until(pilot, lambda: isinstance(app.screen, PermissionScreen)
+                    and app.screen.query("#permission-title"), timeout=30)
+        assert "Edit f.txt" in str(app.screen.query_one("#permission-title").render())
+        await pilot.press("1")  # allow once
+        pending = lambda: app.session.pending  # noqa: E731
+        await until(pilot, lambda: pending() and pending().hunks
+                    and pending().hunks[0].state == HunkState.PENDING, timeout=30)
+        stream = app.query_one("#stream").text
+        assert "thinking… the third line needs a word" in stream
+        assert "▸ plan: 0/2 done · now: change line 3" in stream
+        assert app.session.streaming  # the agent waits on its write
+        assert (repo / "f.txt").read_text() == SRC
+        diff = app.query_one(DiffView)
+        diff.focus()
+        await pilot.pause(0.1)
+        await pilot.press("y")
+        await until(pilot, lambda: app.session.turn.state == "done", timeout=30)
+        assert (repo / "f.txt").read_text() == SRC.replace("line 3\n", "line three\n")
+        assert "Changed line 3." in app.query_one("#stream").text
+    writes = logged(agent_log, "write")
+    assert writes and writes[0].get("ok")  # the agent's write returned once it was accepted
+    perms = logged(agent_log, "permission")
+    assert perms and perms[0]["outcome"] == {"optionId": "yes", "outcome": "selected"}  # option 1
