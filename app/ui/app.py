@@ -10,12 +10,13 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from app.config import Settings
+from app.core.diff import OPEN
 from app.core.provider import Provider
 from app.core.session import Session
 from app.core.workspace import Workspace
 from app.ui import actions
 from app.ui.main_screen import MainScreen
-from app.ui.screens import HelpScreen
+from app.ui.screens import ConfirmScreen, HelpScreen
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
 
 
@@ -60,6 +61,22 @@ class SteerApp(App):
     def key_names(self) -> dict[str, str]:
         """action id -> the keys bound now (the help screen shows them)."""
         return actions.key_names(self.settings.keys)
+
+    async def action_quit(self) -> None:
+        """Quitting with hunks still open asks first, naming how many."""
+        pending = self.session.pending
+        n = sum(1 for h in pending.hunks if h.state in OPEN) if pending is not None else 0
+        if not n:
+            self.exit()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmScreen(
+            f"{n} hunk{'s are' if n != 1 else ' is'} still open. Quit anyway?",
+            "Nothing of it is written; quitting drops the proposal."), callback=answered)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_names))

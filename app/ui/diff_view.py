@@ -30,7 +30,7 @@ from app.core.review import line_rows
 from app.ui import actions
 from app.ui.actions import bindings
 from app.ui.compat import set_virtual_size
-from app.view.layout import FileLayout, Row
+from app.view.layout import TAB, FileLayout, Row
 
 GUTTER = 12  # "12345 12345 " old and new line numbers
 GROW = 64  # while following a streaming hunk, the scroll range grows this many rows at a time
@@ -105,7 +105,10 @@ class DiffView(ScrollView, can_focus=True):
 
     BINDINGS = [*bindings("diff"),
                 Binding("pagedown", "page_down", show=False),
-                Binding("pageup", "page_up", show=False)]
+                Binding("pageup", "page_up", show=False),
+                Binding("right", "scroll_code(16)", show=False),
+                Binding("left", "scroll_code(-16)", show=False),
+                Binding("home", "scroll_code(0)", show=False)]
     COMPONENT_CLASSES = {
         "diffview--file", "diffview--note", "diffview--gap", "diffview--gutter", "diffview--ctx",
         "diffview--del", "diffview--add", "diffview--cursor", "diffview--picked", "diffview--line-cursor",
@@ -176,6 +179,7 @@ class DiffView(ScrollView, can_focus=True):
         self._lighting = 0  # highlight workers running
         self.following = False  # the view follows a streaming hunk
         self.guard_until = 0.0  # monotonic time until which letters are text, not review keys
+        self.hscroll = 0  # columns of code scrolled off to the left (long lines)
 
     # -- model -----------------------------------------------------------------------------
     def show(self, fd: FileDiff | None, message: str = "") -> None:
@@ -288,6 +292,7 @@ class DiffView(ScrollView, can_focus=True):
         self.picked.clear()
         self.refresh()
         self.scroll_to_hunk()
+        self._show_change(self.hunk)
         self.post_message(self.CursorMoved(self.hunk))
 
     def follow(self, h: Hunk | None) -> None:
@@ -327,6 +332,23 @@ class DiffView(ScrollView, can_focus=True):
             return
         y = self._hunk_rows[h.id] + 1 + bool(h.note) + (self.line_cursor if not self.side_by_side else 0)
         self.scroll_to_region(Region(0, y, 1, 1), animate=False, immediate=True, force=True)
+
+    def action_scroll_code(self, columns: int) -> None:
+        self.hscroll = max(0, self.hscroll + columns) if columns else 0
+        self.refresh()
+
+    def _show_change(self, h: Hunk | None) -> None:
+        """Scroll sideways so that the hunk's first changed column is on screen."""
+        if h is None:
+            return
+        width = self.scrollable_content_region.width - (1 + GUTTER + 2)
+        if self.side_by_side:
+            width = max(10, (width + GUTTER) // 2 - 6)
+        col = first_change(h.old, h.new)
+        want = 0 if col < width - 8 else col - 8
+        if want != self.hscroll:
+            self.hscroll = want
+            self.refresh()
 
     def action_next_hunk(self) -> None:
         self._move(1)
@@ -404,7 +426,7 @@ class DiffView(ScrollView, can_focus=True):
             line_cur = row.index == self.line_cursor
             picked = row.index in self.picked
         state = h.state if h is not None else None
-        key = (row, width, current, line_cur, picked, state, self.side_by_side, self.syntax,
+        key = (row, width, current, line_cur, picked, state, self.side_by_side, self.syntax, self.hscroll,
                h.incomplete if h is not None else None, h.note if h is not None else None)
         strip = self._cache.get(key)
         if strip is None:
@@ -473,8 +495,10 @@ class DiffView(ScrollView, can_focus=True):
         if picked:
             sign = "✓"
         segs = [bar, Segment(gutter, self._style("gutter")), Segment(f"{sign} ", style)]
-        segs += [Segment(row.text, style)] if rejected else self._code(row, row.text, style)
-        strip = Strip(segs).crop_extend(0, width, style if kind in ("del", "add") and not rejected else base)
+        code = [Segment(row.text, style)] if rejected else self._code(row, row.text, style)
+        fill = style if kind in ("del", "add") and not rejected else base
+        segs += self._fit(code, width - (1 + GUTTER + 2), fill)
+        strip = Strip(segs).crop_extend(0, width, fill)
         if line_cur:
             strip = strip.apply_style(self._style("line-cursor"))
         return strip
@@ -483,8 +507,25 @@ class DiffView(ScrollView, can_focus=True):
         if not kind:
             return [Segment(" " * width, self._style(""))]
         style = self._style(kind)
-        segs = [Segment(f"{_no(no)} ", self._style("gutter")), *self._code(row, text, style)]
-        return list(Strip(segs).crop_extend(0, width, style if kind != "ctx" else self._style("")))
+        fill = style if kind != "ctx" else self._style("")
+        segs = [Segment(f"{_no(no)} ", self._style("gutter")),
+                *self._fit(self._code(row, text, style), width - 6, fill)]
+        return list(Strip(segs).crop_extend(0, width, fill))
+
+    def _fit(self, code: list[Segment], width: int, fill: Style) -> list[Segment]:
+        """Code into `width` cells: tabs expanded as everywhere in steer, scrolled by the
+        horizontal offset, and an ellipsis where the line goes on past an edge."""
+        strip = Strip(expand_tabs(code))
+        n, x = strip.cell_length, self.hscroll
+        if width <= 2:
+            return list(strip.crop_extend(0, max(0, width), fill))
+        shown = strip.crop_extend(x, x + width, fill)
+        more = self._style("gap")
+        if n > x + width:
+            shown = Strip([*shown.crop(0, width - 1), Segment("…", more)])
+        if x > 0 and n > 0:
+            shown = Strip([Segment("…", more), *shown.crop(1, width)])
+        return list(shown)
 
     def _code(self, row: Row, text: str, style: Style) -> list[Segment]:
         h = row.hunk
@@ -523,6 +564,44 @@ class DiffView(ScrollView, can_focus=True):
     def highlighting(self) -> bool:
         """Colours are still coming for lines on screen."""
         return bool(self._unlit) or self._lighting > 0
+
+
+def expand_tabs(segments: list[Segment], size: int = TAB) -> list[Segment]:
+    """Tabs to spaces across segments, by column (a tab stop depends on what came before)."""
+    if not any("\t" in seg.text for seg in segments):
+        return segments
+    out, col = [], 0
+    for seg in segments:
+        text = seg.text
+        if "\t" in text:
+            parts = []
+            for ch in text:
+                if ch == "\t":
+                    pad = size - col % size
+                    parts.append(" " * pad)
+                    col += pad
+                else:
+                    parts.append(ch)
+                    col += 1
+            text = "".join(parts)
+        else:
+            col += len(text)
+        out.append(Segment(text, seg.style))
+    return out
+
+
+def first_change(old: list[str], new: list[str]) -> int:
+    """The first column (tabs expanded) where the hunk's old and new lines differ."""
+    if not old or not new:
+        return 0
+    cols = []
+    for a, b in zip(old, new, strict=False):
+        a, b = a.expandtabs(TAB), b.expandtabs(TAB)
+        i = 0
+        while i < len(a) and i < len(b) and a[i] == b[i]:
+            i += 1
+        cols.append(i)
+    return min(cols)
 
 
 def _no(n: int | None) -> str:

@@ -89,3 +89,25 @@ class HunkEditor(ModalScreen[list[str] | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question: y (or Enter) confirms, n or Esc does not."""
+
+    BINDINGS = [Binding("y,enter", "answer(True)", "Yes", priority=True),
+                Binding("n,escape", "answer(False)", "No", priority=True)]
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Label(self.question, id="confirm-title")
+            if self.detail:
+                yield Static(self.detail, id="confirm-detail")
+            yield Label("y quits · n or Esc stays", id="confirm-foot")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -20,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.ui.compat import set_virtual_size
+from app.view.layout import TAB
 
 STYLES = ("text", "user", "sep", "error", "dim")
 JUMP_WINDOW = 0.25  # a jump leaves room for as many rows as arrived in this many seconds
@@ -115,8 +116,6 @@ class StreamView(ScrollView, can_focus=True):
         """Append text; a newline in it starts a new line."""
         if not text:
             return
-        if "\t" in text:
-            text = text.expandtabs(4)
         pieces = text.split("\n")
         if not self._lines:
             self._lines.append("")
@@ -130,6 +129,9 @@ class StreamView(ScrollView, can_focus=True):
             self._lines.append(piece)
             self._styles.append(style)
             self._first_row.append(0)
+        if "\t" in text:  # by whole line: a tab's stop depends on the line so far
+            for i in range(first, len(self._lines)):
+                self._lines[i] = self._lines[i].expandtabs(TAB)
         self._rewrap_from(first)
 
     def write_line(self, text: str, style: str = "text") -> None:

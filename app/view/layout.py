@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from app.core.diff import FileDiff, Hunk, HunkState
 
 CONTEXT = 3
+TAB = 4  # tab stops every 4 columns, in every pane
 
 
 @dataclass(slots=True, frozen=True)
