@@ -3,6 +3,8 @@ models name them, formats they were not asked for, and broken output."""
 
 from __future__ import annotations
 
+import pytest
+
 from app.core.formats import choose_format, make_parser
 from app.core.formats.events import EditBegin, EditEnd, Line, Malformed, OldEnd, Prose
 from app.core.provider import Capabilities
@@ -165,3 +167,31 @@ def test_an_underline_inside_a_search_block_is_not_taken_for_the_divider():
     # one divider: fine, whatever the text around it
     ev = parse("docs/index.rst\n<<<<<<< SEARCH\nold text\n=======\nTitle\n-----\n>>>>>>> REPLACE\n")
     assert EditEnd() in ev
+
+
+BROKEN_THEN_GOOD = [
+    # a SEARCH whose code block closes before any divider, then the next file's block
+    "a.py\n```python\n<<<<<<< SEARCH\nx = 1\n```\n\nb.py\n```python\n<<<<<<< SEARCH\ny = 1\n"
+    "=======\ny = 2\n>>>>>>> REPLACE\n```\n",
+    # no fences: a SEARCH without a divider, then the next file's name and block
+    "a.py\n<<<<<<< SEARCH\nx = 1\n\nb.py\n<<<<<<< SEARCH\ny = 1\n=======\ny = 2\n>>>>>>> REPLACE\n",
+]
+
+
+@pytest.mark.parametrize("answer", BROKEN_THEN_GOOD)
+def test_a_broken_block_does_not_take_the_next_files_edit(answer):
+    for cut in (None, 1):  # whole, and one character at a time
+        p = make_parser("search_replace", frozenset({"a.py", "b.py"}))
+        evs = []
+        if cut is None:
+            evs = p.feed(answer)
+        else:
+            for ch in answer:
+                evs += p.feed(ch)
+        evs += p.finish()
+        begins = [e.path for e in evs if isinstance(e, EditBegin)]
+        ends = [e for e in evs if isinstance(e, EditEnd)]
+        assert begins == ["a.py", "b.py"]
+        assert not ends[0].complete and "divider" in ends[0].error
+        assert ends[1].complete
+        assert [e.text for e in evs if isinstance(e, Line) and e.op == "+"] == ["y = 2"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from pilot import SIZE, STALL, Rig, ask, disk, until
+from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER
 from app.core.diff import OPEN, HunkState
@@ -139,4 +139,123 @@ async def test_editing_a_queued_message_keeps_its_place(demo):
             await pilot.press("ctrl+l")
             await pilot.press("escape")  # Esc in the queue leaves it; the model goes on
             assert app.session.streaming and app.focused is prompt
+            del rig
+
+
+def screen_text(app) -> str:
+    """What the terminal shows now (the compositor's picture, stale lines included)."""
+    from rich.console import Console
+
+    console = Console(width=SIZE[0], height=SIZE[1], record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(app.screen._compositor)
+    return console.export_text()
+
+
+async def test_choosing_another_file_never_leaves_the_last_ones_lines_on_screen(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await reviewing(pilot)
+            await pilot.press("j", "j")  # down the file: the view scrolls
+            await pilot.pause(0.1)
+            assert "ZeroDivisionError" in screen_text(app)
+            tree = app.query_one("#tree")
+            tree.focus()
+            tree.move_cursor(tree.root.children[0])  # README.md
+            await pilot.press("enter")
+            await until(pilot, lambda: app.main.selected == "README.md")
+            await pilot.pause(0.1)
+            shown = screen_text(app)
+            assert "No pending changes for README.md" in shown
+            assert "ZeroDivisionError" not in shown and "def add(" not in shown
+            del rig
+
+
+async def test_a_new_theme_colours_the_code_at_once(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await reviewing(pilot)
+            diff = app.query_one(DiffView)
+            assert diff.syntax == "monokai"
+            await pilot.press("t")  # steer-light: its own syntax style, in the same frame
+            await pilot.pause(0.1)
+            assert app.theme == "steer-light" and diff.syntax == "friendly"
+            del rig
+
+
+async def test_labels_say_what_was_written(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await reviewing(pilot)
+            await pilot.press("j")
+            h2 = rig.hunks()[1]  # -def div(a, b): / +3 lines
+            await pilot.press("v", "j", "j", "space", "y")  # only "+    if b == 0:"... picked
+            await until(pilot, lambda: h2.state == HunkState.ACCEPTED)
+            assert h2.note == "partly accepted: +1 −0 of +3 −1"
+            assert "+1 −0 of +3 −1" in screen_text(app)
+            del rig
+
+
+REFUSED = CALC_ANSWER + '''
+calc.py
+```python
+<<<<<<< SEARCH
+def pow(a, b):
+    return a ** b
+=======
+def pow(a: float, b: float) -> float:
+    return a ** b
+>>>>>>> REPLACE
+```
+
+helpers.py
+```python
+<<<<<<< SEARCH
+def helper():
+=======
+def helper() -> None:
+>>>>>>> REPLACE
+```
+'''
+
+
+async def test_a_refused_edit_is_shown_and_can_be_retried_and_no_file_is_made_up(demo):
+    async with Rig(demo, [REFUSED, "Sorry, there is no pow in calc.py.\n"]) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await reviewing(pilot)
+            assert not app.query_one("#tree").has("helpers.py")  # only named, never created
+            status = app.query_one("#status").text
+            assert "2 edits refused (r retries)" in status
+            await pilot.press("r")
+            await until(pilot, lambda: len(rig.server.stats.bodies) == 2)
+            sent = rig.server.stats.bodies[1]["messages"][-1]["content"]
+            assert "could not be applied" in sent and "helpers.py" in sent
+            assert "calc.py\n```python\n" in sent  # the file as it is now, to get it right
+            await until(pilot, lambda: app.session.turn.state == "done")
+            assert app.session.turn.kind == "follow-up"
+
+
+async def test_quitting_with_open_hunks_asks_first(demo):
+    from app.ui.screens import ConfirmScreen
+
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await reviewing(pilot)
+            await pilot.press("ctrl+q")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            assert "3 hunks are still open" in app.screen.question
+            await pilot.press("n")
+            await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+            assert app.is_running and app.session.pending.hunks
+            await pilot.press("ctrl+q", "y")
+            await until(pilot, lambda: not app.is_running)
             del rig

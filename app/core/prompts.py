@@ -110,6 +110,16 @@ def steer_message(instruction: str, hunks: Iterable[Hunk], *, interrupted: bool)
     return "\n\n".join(parts)
 
 
+def retry_message(errors: Sequence[tuple[str | None, str]], files: Sequence[Snapshot]) -> str:
+    """Ask again for the edits that could not be applied, with the files as they are now."""
+    lines = [f"- {path or '(no file named)'}: {why}" for path, why in errors]
+    parts = ["These edits of yours could not be applied:", *lines]
+    if files:
+        parts.append("\nThe files as they are now:\n\n" + "\n\n".join(render_file(f) for f in files))
+    parts.append("\nRedo exactly those edits against this text; leave the others as they are.")
+    return "\n".join(parts)
+
+
 COMMIT_RULES = """\
 You write git commit messages. Given a staged diff, answer with the commit message only:
 a summary line of at most 72 characters in the imperative mood ("Add", "Fix"), then, only

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from app.core import rebase as live
 from app.core.diff import OPEN, FileDiff, Hunk, HunkState, PendingDiff
 from app.core.journal import Entry, Journal, StepFailed, UndoRefused, Write, reason
-from app.core.linediff import Change, rebase
+from app.core.linediff import Change, line_diff, rebase
 from app.core.textfile import NotText, TextFormat, decode, encode
 from app.core.workspace import ABSENT, Busy, Content, PathRefused, Workspace
 
@@ -117,6 +117,7 @@ class AcceptPlan:
     outcome: Outcome
     entry_id: str | None = None  # set once journaled and written
     recovered: list[Entry] = field(default_factory=list)  # steps a crash left, completed first
+    how: str = ""  # "lines" (picked rows) or "edited": how the written lines were chosen
 
     @property
     def decided(self) -> list[tuple[Hunk, list[str]]]:
@@ -132,6 +133,17 @@ class _Tx:
 def line_rows(h: Hunk) -> list[tuple[str, str]]:
     """A hunk's lines in display order: removed lines, then added lines."""
     return [("-", t) for t in h.old] + [("+", t) for t in h.new]
+
+
+def written_note(h: Hunk, applied: list[str], how: str) -> str:
+    """What an accept wrote, when it is not the hunk as proposed: counts a reader can check
+    against the rows on screen."""
+    regions = line_diff(h.old, applied)
+    added = sum(b2 - b1 for _, _, b1, b2 in regions)
+    removed = sum(a2 - a1 for a1, a2, _, _ in regions)
+    if how == "lines":
+        return f"partly accepted: +{added} −{removed} of +{len(h.new)} −{len(h.old)}"
+    return f"edited before accepting: +{added} −{removed} written (shown as written)"
 
 
 def pick_lines(h: Hunk, rows: Iterable[int]) -> list[str]:
@@ -164,10 +176,14 @@ class Review:
 
     def plan_lines(self, hunk_id: int, rows: Iterable[int]) -> AcceptPlan:
         h = self.pending.hunk(hunk_id)
-        return self.plan({hunk_id: pick_lines(h, rows)}, f"lines of hunk #{hunk_id}")
+        plan = self.plan({hunk_id: pick_lines(h, rows)}, f"lines of hunk #{hunk_id}")
+        plan.how = "lines"
+        return plan
 
     def plan_edited(self, hunk_id: int, lines: list[str]) -> AcceptPlan:
-        return self.plan({hunk_id: list(lines)}, f"edited hunk #{hunk_id}")
+        plan = self.plan({hunk_id: list(lines)}, f"edited hunk #{hunk_id}")
+        plan.how = "edited"
+        return plan
 
     def plan_file(self, path: str) -> AcceptPlan:
         fd = self.pending.files[path]
@@ -370,7 +386,7 @@ class Review:
                 else:
                     tx.hunks.append((h, h.state, h.applied, h.note))
                     h.state, h.applied = HunkState.ACCEPTED, applied
-                    h.note = "" if applied == h.new else f"partly accepted ({len(applied)} lines written)"
+                    h.note = "" if applied == h.new else written_note(h, applied, plan.how)
                     self.pending.files[h.path].touch(h)
                     out.accepted.append(h.id)
         if tx.hunks:

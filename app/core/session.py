@@ -18,7 +18,7 @@ from typing import Literal
 
 from app.core import prompts
 from app.core.agent import AGENT_EVENTS, AgentHost, ProseOnly
-from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.diff import OPEN, EditError, HunkState, PendingDiff
 from app.core.events import (
     Connected,
     Done,
@@ -192,6 +192,29 @@ class Session:
         if self.streaming:
             return self.redirect(instruction)
         return self._start(instruction, "follow-up" if self._open_change_set() else "ask")
+
+    @property
+    def refused(self) -> list[EditError]:
+        """The edits of the answer on screen that could not be applied."""
+        pending = self.pending
+        return [e for e in pending.errors if e.turn == pending.turn] if pending else []
+
+    def retry_refused(self) -> Turn | None:
+        """Ask the model to redo the edits that could not be applied, showing it the files
+        as they are now (a follow-up: decisions so far are kept and told)."""
+        errors = self.refused
+        if not errors or self.streaming or self.pending is None:
+            return None
+        snaps = []
+        for path in dict.fromkeys(e.path for e in errors if e.path):
+            with contextlib.suppress(ValueError, NotText, OSError):
+                snap = self.ws.snapshot(self.ws.check_path(path))
+                if snap.exists:
+                    snaps.append(snap)
+        text = prompts.retry_message([(e.path, e.message) for e in errors], snaps)
+        content = prompts.steer_message(text, self.pending.hunks, interrupted=False)
+        return self._start("retry the edits that could not be applied", "follow-up",
+                           content=content)
 
     async def ask(self, instruction: str) -> Turn:
         """Send and wait for the answer to end (what `steer run` does)."""

@@ -34,6 +34,8 @@ class State(Protocol):
     def any_accepted(self) -> bool: ...
     @property
     def in_git(self) -> bool: ...
+    @property
+    def any_refused(self) -> bool: ...  # edits of the last answer could not be applied
 
 
 WHEN: dict[str, Callable[[State], bool]] = {
@@ -46,6 +48,7 @@ WHEN: dict[str, Callable[[State], bool]] = {
     "conflict": lambda s: s.hunk_conflict,
     "accepted": lambda s: s.any_accepted,
     "git": lambda s: s.in_git,
+    "refused": lambda s: s.any_refused,
 }
 
 
@@ -105,6 +108,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("take_theirs", "T", "diff", "screen.take_theirs", "Take theirs", "a conflict: write "
            "the proposal over your lines (e edits a mix)", "Review", "Take the proposal",
            when="conflict"),
+    Action("retry", "r", "diff", "screen.retry", "Retry refused", "ask the model again for the "
+           "edits that could not be applied, showing it the files as they are", "Review",
+           "Retry refused edits", when="refused"),
     # git
     Action("git_view", "d", "diff", "screen.cycle_view", "View", "the diff pane shows: pending "
            "changes / working tree vs HEAD / index vs HEAD", "Git", "Git view"),

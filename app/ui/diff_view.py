@@ -30,7 +30,7 @@ from app.core.review import line_rows
 from app.ui import actions
 from app.ui.actions import bindings
 from app.ui.compat import set_virtual_size
-from app.view.layout import TAB, FileLayout, Row
+from app.view.layout import TAB, FileLayout, Row, shown
 
 GUTTER = 12  # "12345 12345 " old and new line numbers
 GROW = 64  # while following a streaming hunk, the scroll range grows this many rows at a time
@@ -473,9 +473,13 @@ class DiffView(ScrollView, can_focus=True):
             elif h.state == HunkState.CONFLICT and h.ancestor is not None:
                 text = (f" #{h.id} conflict at line {h.base_start + 1}:  − your lines on disk   "
                         "+ the proposal   (m keeps yours · T takes the proposal · e edits)")
+            elif self.fd is not None and self.fd.created and not h.old:
+                text = f" #{h.id} {label}   new file · {len(h.new)} lines"
+            elif self.fd is not None and self.fd.deleted and not h.new and h.old == self.fd.base.lines:
+                text = f" #{h.id} {label}   deletes the file · {len(h.old)} lines"
             else:
                 text = (f" #{h.id} {label}   -{h.base_start + 1},{h.base_end - h.base_start} "
-                        f"+{row.new_no},{len(h.new)}")
+                        f"+{row.new_no},{len(shown(h))}")
             head = self._style("cursor") + style if current else style
             return Strip([bar, Segment(" " * GUTTER, base), Segment(text, head)]).extend_cell_length(
                 width, head if current else base)

@@ -294,7 +294,9 @@ class MainScreen(FrameTickScreen):
         tree = self.query_one(FileTree)
         self._badges.update(f.open_counts)
         self._created = (self._created - f.dirty) | f.created
-        missing = [p for p in f.dirty if p in pending.files and not tree.has(p)]
+        # a file the proposal creates joins the tree; a path an edit only named does not
+        missing = [p for p in f.dirty if p in pending.files and not tree.has(p)
+                   and pending.files[p].created and pending.files[p].hunks]
         now = time.perf_counter()
         # a tree line costs ~0.7 ms to draw: while streaming, its badges move 4 times a second
         if missing or not self.session.streaming or now - self._badges_at >= BADGES_EVERY:
@@ -717,6 +719,10 @@ class MainScreen(FrameTickScreen):
                 self._advance()
         return done
 
+    def action_retry(self) -> None:
+        if self.session.retry_refused() is not None:
+            self.frame()
+
     # -- conflicts with the disk -----------------------------------------------------------
     def action_keep_mine(self) -> None:
         _, h = self._current()
@@ -857,6 +863,10 @@ class MainScreen(FrameTickScreen):
         pending = self.session.pending
         return self.in_git and pending is not None and any(
             h.state == HunkState.ACCEPTED for h in pending.hunks)
+
+    @property
+    def any_refused(self) -> bool:
+        return bool(self.session.refused) and not self.session.streaming
 
     @property
     def in_git(self) -> bool:

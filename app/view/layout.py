@@ -8,6 +8,7 @@ proportion to what changed since the last frame, not to the size of the diff.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from app.core.diff import FileDiff, Hunk, HunkState
@@ -92,7 +93,7 @@ class FileLayout:
                 out += _context(base, lo, h.base_start, shift, side_by_side)
                 self.header_rows[h.id] = len(out)
                 out += self._hunk_rows(h, shift, side_by_side)
-                shift += len(h.new) - (h.base_end - h.base_start)
+                shift += len(shown(h)) - (h.base_end - h.base_start)
                 marks.append((len(out), h.base_end, shift))
             # context after hunk i, up to the next hunk (or the end of the file)
             nxt = hunks[i + 1].base_start if i + 1 < len(hunks) else len(base)
@@ -129,6 +130,9 @@ class FileLayout:
         if h.note:
             c.rows.append(Row("note", h.note, hunk=h))
         start = h.base_start
+        if shown(h) is not h.new:  # accepted in part or edited: show what is on disk
+            c.rows += _written_rows(h, start, shift)
+            return c.rows
         if side:
             n = max(len(h.old), len(h.new))
             for j in range(n):
@@ -143,6 +147,28 @@ class FileLayout:
             c.rows += [Row("add", t, None, start + shift + j + 1, h, len(h.old) + j)
                        for j, t in enumerate(h.new)]
         return c.rows
+
+
+def shown(h: Hunk) -> list[str]:
+    """The new side of a hunk as the pane shows it: for an accept that wrote something else
+    than the proposal (picked lines, an edit), what was written."""
+    if h.state == HunkState.ACCEPTED and h.applied is not None and h.applied != h.new:
+        return h.applied
+    return h.new
+
+
+def _written_rows(h: Hunk, start: int, shift: int) -> list[Row]:
+    """Rows of old -> written: kept lines as context, the rest removed or added."""
+    rows: list[Row] = []
+    written = h.applied or []
+    for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, h.old, written, autojunk=False).get_opcodes():
+        if tag == "equal":
+            rows += [Row("ctx", h.old[a1 + k], start + a1 + k + 1, start + shift + b1 + k + 1, h)
+                     for k in range(a2 - a1)]
+            continue
+        rows += [Row("del", h.old[i], start + i + 1, None, h) for i in range(a1, a2)]
+        rows += [Row("add", written[j], None, start + shift + j + 1, h) for j in range(b1, b2)]
+    return rows
 
 
 def _context(base: list[str], lo: int, hi: int, shift: int, side: bool) -> list[Row]:

@@ -59,5 +59,5 @@ def review_line(session: Session) -> str:
     text += f", {c['accepted']} accepted, {c['rejected']} rejected"
     refused = sum(1 for e in pending.errors if e.turn == pending.turn)
     if refused:
-        text += f" · {refused} edit{'s' if refused != 1 else ''} refused"
+        text += f" · {refused} edit{'s' if refused != 1 else ''} refused (r retries)"
     return text

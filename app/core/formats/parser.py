@@ -63,6 +63,7 @@ class EditParser(StreamParser):
         self.whole = whole
         self.state = PROSE
         self.held: list[str] = []
+        self.old_tail: list[str] = []  # the last lines of the SEARCH text being read
         self.last_path: str | None = None
         self.path = ""  # the file of the open fenced block
         self.fence = ""
@@ -102,9 +103,21 @@ class EditParser(StreamParser):
                 out.append(EditEnd(False, "SEARCH block without a ======= divider"))
                 self.state = PROSE
                 if SEARCH.match(line):
+                    # the next block starts here; its file name, if the model wrote one,
+                    # went into this broken block's text: take it back from there
+                    tail = [t for t in self.old_tail if t.strip()]
+                    self.held = tail[-1:] if tail and self.looks_like_path(tail[-1]) else []
                     self._line(line, out)
+            elif self.in_fence and self._closes(line):
+                # the code block closed with no divider: this block is broken, and what
+                # follows (a file name, another block) belongs to a fresh start
+                out.append(EditEnd(False, "SEARCH block without a ======= divider (its code "
+                                          "block closed first)"))
+                self.state = PROSE
+                self.in_fence = False
             else:
                 out.append(Line("-", line))
+                self.old_tail = [*self.old_tail[-HOLD:], line]
         elif state == WHOLE:
             self._whole_line(line, out)
         elif state == CLOSING:
@@ -266,6 +279,7 @@ class EditParser(StreamParser):
         self._begin_block(path, out)
 
     def _begin_block(self, path: str | None, out: list[ParseEvent]) -> None:
+        self.old_tail = []
         path = path or self.last_path
         if path is None:
             out.append(Malformed("a SEARCH/REPLACE block does not say which file it edits"))
