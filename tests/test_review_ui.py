@@ -259,3 +259,70 @@ async def test_quitting_with_open_hunks_asks_first(demo):
             await pilot.press("ctrl+q", "y")
             await until(pilot, lambda: not app.is_running)
             del rig
+
+
+async def test_the_status_counts_a_decision_at_once_while_the_answer_streams(demo):
+    async with Rig(demo, CALC_ANSWER, faults=Faults(stall_after=STALL)) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: len(rig.hunks()) == 2 and app.session.turn.deltas >= STALL)
+            status = app.query_one("#status")
+            await until(pilot, lambda: "2 hunks: 1 open, 1 streaming" in status.text)
+            await pilot.press("tab", "k", "y")
+            await until(pilot, lambda: rig.hunks()[0].state == HunkState.ACCEPTED)
+            await pilot.pause(0.05)
+            assert "2 hunks: 0 open, 1 streaming, 1 accepted" in status.text  # not a second later
+
+
+TABS = "def f():\n\tif True:\n\t\treturn 1\t# one\n\treturn 2\n"
+TAB_ANSWER = ("f.py\n```python\n<<<<<<< SEARCH\n\t\treturn 1\t# one\n=======\n\t\treturn 10\t# ten\n"
+              ">>>>>>> REPLACE\n```\n")
+LONG = "x = compute(" + ", ".join(f"arg{i}" for i in range(40)) + ")\n"
+LONG_ANSWER = ("f.py\n```python\n<<<<<<< SEARCH\n" + LONG + "=======\n"
+               + LONG.replace("arg39)", "arg39, extra=True)") + ">>>>>>> REPLACE\n```\n")
+
+
+async def test_tabs_expand_alike_everywhere_and_long_lines_show_their_change(tmp_path):
+    from conftest import init_repo
+
+    root = init_repo(tmp_path / "t", {"f.py": TABS + LONG})
+    async with Rig(root, [TAB_ANSWER + "\n" + LONG_ANSWER], context=("f.py",)) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "edit")
+            await reviewing(pilot)
+            shown = screen_text(app)
+            assert "\t" not in shown
+            assert "-         return 1    # one" in shown  # 4-column stops, as in the file
+            assert "+         return 10   # ten" in shown
+            await pilot.press("j")  # the long line's hunk: its change is far right
+            await pilot.pause(0.1)
+            shown = screen_text(app)
+            assert "extra=True" in shown and "…" in shown  # scrolled to the change, marked
+            await pilot.press("home")
+            await pilot.pause(0.1)
+            assert "x = compute(" in screen_text(app)
+            await pilot.press("s")  # side by side: each half stays in its half
+            await pilot.pause(0.1)
+            for line in screen_text(app).splitlines():
+                assert len(line) <= SIZE[0]
+            del rig
+
+
+async def test_undo_in_the_app_reaches_an_accept_made_before_it_started(demo):
+    from conftest import stream
+
+    from app.core.review import Review
+    from app.core.workspace import Workspace
+
+    ws = Workspace(demo)
+    Review(ws, stream(ws, CALC_ANSWER, context=["calc.py"])).accept_all()  # like `steer run`
+    assert disk(demo) != CALC
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.main.can_undo)
+            await pilot.press("tab", "u")
+            await until(pilot, lambda: disk(demo) == CALC)
+            del rig

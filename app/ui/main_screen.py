@@ -440,7 +440,7 @@ class MainScreen(FrameTickScreen):
                 self.notify(f"{r.path}: {r.stale}", severity="warning", timeout=8)
         if u.git_changed and self.view != "pending" and self.selected:
             self.run_worker(self._show_git_view(self.selected), group="gitview", exclusive=True)
-        self.frame()  # the rebased hunks, now
+        self.frame(force_status=True)  # the rebased hunks, now
 
     def _render_header(self) -> None:
         branch = f" · {self.branch}" if self.branch else ""
@@ -613,7 +613,7 @@ class MainScreen(FrameTickScreen):
         review = self.session.review
         if h is not None and review is not None and review.reject([h.id]).rejected:
             diff.line_mode = False
-            self.frame()
+            self.frame(force_status=True)
             self._advance()
 
     async def action_accept_file(self) -> None:
@@ -626,7 +626,7 @@ class MainScreen(FrameTickScreen):
         review, pending = self.session.review, self.session.pending
         if review is not None and pending is not None and self.selected in pending.files:
             review.reject_file(self.selected)
-            self.frame()
+            self.frame(force_status=True)
             self._advance()
 
     async def action_accept_all(self) -> None:
@@ -636,7 +636,7 @@ class MainScreen(FrameTickScreen):
     def action_reject_all(self) -> None:
         if self.session.review is not None:
             self.session.review.reject_all()
-            self.frame()
+            self.frame(force_status=True)
 
     async def _carry_out(self, plan: AcceptPlan) -> Outcome | None:
         review = self.session.review
@@ -651,7 +651,7 @@ class MainScreen(FrameTickScreen):
         if out.accepted:
             self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
             self._can_undo = True
-        self.frame()
+        self.frame(force_status=True)
         return out
 
     def _advance(self) -> None:
@@ -678,7 +678,7 @@ class MainScreen(FrameTickScreen):
             self.notify(str(exc), severity="error", timeout=8)
             return
         self.notify(f"undone: {label}", timeout=3)
-        self.frame()
+        self.frame(force_status=True)
         await self._check_undo()
 
     async def action_edit_hunk(self) -> None:
@@ -721,7 +721,7 @@ class MainScreen(FrameTickScreen):
 
     def action_retry(self) -> None:
         if self.session.retry_refused() is not None:
-            self.frame()
+            self.frame(force_status=True)
 
     # -- conflicts with the disk -----------------------------------------------------------
     def action_keep_mine(self) -> None:
