@@ -240,8 +240,11 @@ class DiffView(ScrollView, can_focus=True):
         # steps keeps the scrollbar from repainting with each of them.
         n = -(-len(rows) // GROW) * GROW if self.following else len(rows)
         set_virtual_size(self, Size(self.size.width, n))
-        # repaint from the first row that changed: unchanged hunks above keep their strips
-        if first < max(old_len, len(rows)):
+        if self.file_layout is not None:
+            # repaint only the rows that changed: a growing hunk, its header and new rows
+            for a, b in self.file_layout.changed:
+                self.refresh_lines(a, b - a)
+        elif first < max(old_len, len(rows)):
             self.refresh_lines(first, max(old_len, len(rows)) - first + 1)
 
     def on_mount(self) -> None:
@@ -427,6 +430,7 @@ class DiffView(ScrollView, can_focus=True):
             picked = row.index in self.picked
         state = h.state if h is not None else None
         key = (row, width, current, line_cur, picked, state, self.side_by_side, self.syntax, self.hscroll,
+               len(h.new) if h is not None and row.kind == "hunk" else 0,
                h.incomplete if h is not None else None, h.note if h is not None else None)
         strip = self._cache.get(key)
         if strip is None:

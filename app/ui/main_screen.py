@@ -322,6 +322,11 @@ class MainScreen(FrameTickScreen):
             diff.refresh_rows()
             diff.follow(live)
             return
+        if self.follow and self.session.streaming and diff.following:
+            # between two hunks of the answer (a SEARCH being read): still following
+            if self.selected in f.dirty:
+                diff.refresh_rows()
+            return
         diff.follow(None)
         # the user reviews: the view stays, the title says where the answer is writing
         where = ""

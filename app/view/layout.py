@@ -53,6 +53,7 @@ class FileLayout:
         self._shape: tuple | None = None
         self.header_rows: dict[int, int] = {}  # hunk id -> index of its header row
         self.first_changed = 0  # where the last call's rows started to differ
+        self.changed: list[tuple[int, int]] = []  # [start, end) runs of rows that differ
 
     def rows(self, side_by_side: bool = False, context: int = CONTEXT) -> list[Row]:
         fd = self.fd
@@ -66,6 +67,7 @@ class FileLayout:
                 k += 1
             if k == len(hunks) == len(old):
                 self.first_changed = len(self._rows)
+                self.changed = []
                 return self._rows
         else:
             self._shape = shape
@@ -102,6 +104,7 @@ class FileLayout:
             pos = max(hi, h.base_end)
         if hunks and pos < len(base):
             out.append(Row("gap", f"{len(base) - pos} unchanged lines", old_no=pos + 1, new_no=pos + 1 + shift))
+        self.changed = _runs(self._rows, out, start)
         self._rows, self._marks = out, marks
         self._hunks = [(h, h.rev) for h in hunks]
         live = {(h.id, side_by_side) for h in hunks}
@@ -147,6 +150,27 @@ class FileLayout:
             c.rows += [Row("add", t, None, start + shift + j + 1, h, len(h.old) + j)
                        for j, t in enumerate(h.new)]
         return c.rows
+
+
+def _runs(old: list[Row], new: list[Row], start: int) -> list[tuple[int, int]]:
+    """The rows of `new` from `start` on that differ from `old` (a hunk's header always does:
+    it counts the lines of a streaming hunk), as [start, end) runs; a shorter `new` also
+    clears the rows it no longer has. A growing hunk repaints its header and its new rows,
+    not the rows it already had."""
+    runs: list[tuple[int, int]] = []
+    n = max(len(old), len(new))
+    i = start
+    while i < n:
+        if i < len(old) and i < len(new) and old[i] == new[i] and new[i].kind != "hunk":
+            i += 1
+            continue
+        j = i + 1
+        while j < n and not (j < len(old) and j < len(new) and old[j] == new[j]
+                             and new[j].kind != "hunk"):
+            j += 1
+        runs.append((i, j))
+        i = j
+    return runs
 
 
 def shown(h: Hunk) -> list[str]:
