@@ -39,7 +39,23 @@ def session_for(root, server: ChatServer) -> Session:
 
 
 def answer_text(frames: list[Frame]) -> str:
+    """The raw view's text: what the model sent."""
     return "".join(p.text for f in frames for p in f.answer if p.style == "text" and not p.line)
+
+
+def prose_text(frames: list[Frame]) -> str:
+    """The conversation's finished prose, in order."""
+    return "".join(p.text for f in frames for p in f.answer if p.style == "md")
+
+
+def cards(frames: list[Frame]) -> dict[int, str]:
+    """Each card line's latest text, by key."""
+    out: dict[int, str] = {}
+    for f in frames:
+        for p in f.answer:
+            if p.key is not None:
+                out[p.key] = p.text
+    return out
 
 
 async def take_until_done(sync: FrameSync, session: Session, clock: Clock, rnd: random.Random) -> list[Frame]:
@@ -54,7 +70,7 @@ async def take_until_done(sync: FrameSync, session: Session, clock: Clock, rnd: 
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_frames_carry_the_whole_answer_once_in_order(demo, seed):
+async def test_the_conversation_carries_the_prose_once_in_order_and_a_card_per_edit(demo, seed):
     server = await served(CALC_ANSWER, rate=3000)
     session = session_for(demo, server)
     clock, rnd = Clock(), random.Random(seed)
@@ -67,25 +83,83 @@ async def test_frames_carry_the_whole_answer_once_in_order(demo, seed):
         await server.close()
     turn = session.turn
     assert turn.state == "done"
-    # the user's line first, then exactly the streamed text, nothing lost or repeated
     firsts = [p for f in frames for p in f.answer]
     assert firsts[0].style == "user" and firsts[0].text == "› add type hints"
-    assert answer_text(frames) == turn.text == CALC_ANSWER
+    # the prose exactly once, in order, no edit syntax; the tail cleared at the end
+    assert prose_text(frames) == "".join(line + "\n" for line in session.pending.prose)
+    assert "SEARCH" not in prose_text(frames) and "```" not in prose_text(frames)
+    tail = None  # as the pane keeps it: new prose ends the tail, a tail piece replaces it
+    for piece in (p for f in frames for p in f.answer):
+        if piece.style == "md":
+            tail = ""
+        elif piece.style == "tail":
+            tail = piece.text
+    assert tail == ""  # nothing tentative left once the answer is over
+    # one card line for the three blocks of calc.py, ending where the hunks stand
+    assert cards(frames) == {0: "✎ calc.py  #1 #2 #3  pending  +5 −3"}
     assert sum(f.started is turn for f in frames) == 1
     ended = [e for f in frames for e in f.ended]
     assert len(ended) == 1 and ended[0].turn is turn and not ended[0].superseded
     assert ended[0].failure is None
-    # the explanation: the prose once, blank runs collapsed, no edit syntax
-    expl = [p.text for f in frames for p in f.explanation]
-    assert expl[0] == "I'll add type hints and guard against division by zero."
-    assert expl[-1] == "The division now fails loudly instead of returning inf."
-    assert not any("SEARCH" in t or "```" in t for t in expl)
-    # the diff: calc.py dirty, with its final open count, and the status agrees
     assert any("calc.py" in f.dirty for f in frames)
     last_count = [f.open_counts["calc.py"] for f in frames if "calc.py" in f.open_counts][-1]
     assert last_count == 3 == len(session.pending.hunks)
     status = [f.status for f in frames if f.status][-1]
     assert "done · 3 hunks: 3 open, 0 accepted, 0 rejected" in status
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_the_raw_view_carries_the_whole_answer_once_in_order(demo, seed):
+    server = await served(CALC_ANSWER, rate=3000)
+    session = session_for(demo, server)
+    clock, rnd = Clock(), random.Random(seed)
+    sync = FrameSync(session, clock, mode="raw")
+    try:
+        session.start("add type hints")
+        frames = await take_until_done(sync, session, clock, rnd)
+    finally:
+        await session.aclose()
+        await server.close()
+    assert answer_text(frames) == session.turn.text == CALC_ANSWER
+
+
+async def test_a_decision_changes_the_card_line(demo):
+    server = await served(CALC_ANSWER)
+    session = session_for(demo, server)
+    sync = FrameSync(session, Clock())
+    try:
+        await session.ask("add type hints")
+        sync.take()
+        h1, h2, _ = session.pending.hunks
+        session.review.accept([h1.id])
+        session.review.reject([h2.id])
+        f = sync.take()
+    finally:
+        await session.aclose()
+        await server.close()
+    assert [(p.key, p.text) for p in f.answer if p.key is not None] == [
+        (0, "✎ calc.py  #1✓ #2✗ #3  +5 −3")]
+    assert sync.card_hunks(0) == [1, 2, 3]
+
+
+async def test_restart_shows_every_turn_again_in_the_other_view(demo):
+    server = await served([CALC_ANSWER, SUB_ANSWER])
+    session = session_for(demo, server)
+    sync = FrameSync(session, Clock())
+    try:
+        await session.ask("add type hints")
+        await session.ask("and sub")
+        sync.take()
+        sync.mode = "raw"
+        sync.restart()
+        f = sync.take()
+    finally:
+        await session.aclose()
+        await server.close()
+    texts = [(p.text, p.style) for p in f.answer]
+    assert texts[0] == ("› add type hints", "user")
+    assert ("› follow-up and sub", "user") in texts
+    assert "".join(p.text for p in f.answer if p.style == "text" and not p.line) == CALC_ANSWER + SUB_ANSWER
 
 
 async def test_while_streaming_changed_files_are_handed_out_at_most_every_diff_every(demo):
@@ -137,9 +211,10 @@ async def test_a_redirect_ends_the_first_turn_superseded_and_labels_the_second(d
     assert ("■ interrupted", "dim") in texts
     assert ("↪ redirect do sub instead", "user") in texts
     assert texts.index(("■ interrupted", "dim")) < texts.index(("↪ redirect do sub instead", "user"))
-    expl = [p.text for f in frames for p in f.explanation]
-    assert "── ↪ redirect: do sub instead" in expl  # the explanation marks where it changed course
-    assert "".join(p.text for p in frames[-1].answer if p.style == "text") == SUB_ANSWER
+    # the first answer's prose before the redirect, the second's after it
+    at = texts.index(("↪ redirect do sub instead", "user"))
+    assert ("Now sub, as asked.\n", "md") in texts[at:]
+    assert all(t != "Now sub, as asked.\n" for t, _ in texts[:at])
 
 
 async def test_a_failed_answer_ends_with_its_reason(demo):
@@ -158,7 +233,7 @@ async def test_a_failed_answer_ends_with_its_reason(demo):
     assert f.answer[-1].style == "error" and f.answer[-1].text == f"✗ {ended.failure}"
 
 
-async def test_a_new_change_set_clears_the_explanation(demo):
+async def test_a_new_change_set_is_announced_once(demo):
     server = await served([CALC_ANSWER, SUB_ANSWER])
     session = session_for(demo, server)
     sync = FrameSync(session, Clock())
@@ -170,13 +245,14 @@ async def test_a_new_change_set_clears_the_explanation(demo):
         session.start("now sub")
         await session.wait()
         second = sync.take()
+        third = sync.take()
     finally:
         await session.aclose()
         await server.close()
-    assert first.clear_explanation and first.new_change_set is not None
-    assert second.clear_explanation and second.new_change_set is session.pending
-    assert second.new_change_set is not first.new_change_set
-    assert [p.text for p in second.explanation if p.text] == ["Now sub, as asked."]
+    assert first.new_change_set is not None
+    assert second.new_change_set is session.pending is not first.new_change_set
+    assert third.new_change_set is None
+    assert ("Now sub, as asked.\n", "md") in [(p.text, p.style) for p in second.answer]
     assert all(h.state == HunkState.PENDING for h in session.pending.hunks)
 
 
@@ -186,7 +262,7 @@ async def test_an_idle_frame_is_empty(demo):
     sync = FrameSync(session, Clock())
     try:
         f = sync.take(force_status=True)
-        assert not f.changed and f.title == "Answer" and "idle" in f.status
+        assert not f.changed and f.title == "Conversation" and "idle" in f.status
         assert not sync.take().changed and sync.take().status is None  # nothing new to say
     finally:
         await session.aclose()

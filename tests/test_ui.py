@@ -299,8 +299,18 @@ async def test_unthrottled_stream_renders_completely(demo, rate):
             await ask(pilot, "go")
             await until(pilot, lambda: app.session.turn.state == "done")
             await pilot.pause(0.05)
+            # the conversation: every prose line, in order, and a card per block of edits
             shown = app.query_one("#stream").text
-            assert shown.endswith(big.rstrip("\n")) or big.rstrip("\n") in shown
+            prose = [line for line in app.session.pending.prose if line.strip()]
+            at = 0
+            for line in prose:
+                at = shown.index(line, at) + len(line)
+            assert "✎ calc.py  #1 #2 #3  pending  +5 −3" in shown and "<<<<<<< SEARCH" not in shown
+            # the answer repeats its blocks: those cannot apply twice, each says so on a line
+            assert shown.count("⚠ calc.py: the lines to replace were not found") == 6
+            # the raw view: exactly what the model sent, nothing lost or reordered
+            await pilot.press("ctrl+o", "w")  # to the conversation; w shows the raw text
+            await until(pilot, lambda: big.rstrip("\n") in app.query_one("#stream").text)
 
 
 async def test_the_app_completes_an_interrupted_accept_when_it_starts(demo):

@@ -82,6 +82,30 @@ class EditError:
     turn: int = 0  # the answer it came from
 
 
+@dataclass(eq=False)
+class Card:
+    """One edit block of an answer, in the order the answer wrote it: what the conversation
+    view shows in place of the block's text (file, hunks, where they stand)."""
+
+    turn: int
+    path: str | None
+    kind: str = "update"  # update | add | delete | whole
+    ids: list[int] = field(default_factory=list)  # the hunks it produced (ids survive refining)
+    error: str = ""  # why it could not be applied
+    done: bool = False  # the block ended (complete or not)
+    lines: int = 0  # lines of the block so far
+    _cursor: _Cursor | None = field(default=None, repr=False)
+
+    def hunk_ids(self) -> list[int]:
+        """While it streams: the hunks its edit has now; then: the ones it produced."""
+        cur = self._cursor
+        if cur is not None and not self.done:
+            edit = cur.edit if cur.compose is None else cur.compose[0]
+            if edit is not None:
+                return [h.id for h in edit.hunks]
+        return self.ids
+
+
 class Resolver(Protocol):
     def check_path(self, raw: str) -> str: ...
     def check_edit(self, raw: str, *, delete: bool = False) -> str: ...
@@ -361,6 +385,9 @@ class PendingDiff:
         self.files: dict[str, FileDiff] = {}
         self.prose: list[str] = []
         self.errors: list[EditError] = []
+        # the answers in order: prose lines (turn, text) and edit cards, for the conversation
+        self.transcript: list[tuple[int, str] | Card] = []
+        self._card: Card | None = None  # the card of the block being parsed
         self.revision = 0
         self.dirty: set[str] = set()  # paths changed since `take_dirty`
         self.dropped: set[int] = set()  # hunk ids that vanished (refined away or superseded)
@@ -377,6 +404,7 @@ class PendingDiff:
         if type(self._cur) is _Cursor:
             self._end(self._cur, EditEnd(False, "the answer stopped inside this edit"))
         self._cur = None
+        self._close_card()
         self.turn += 1
         for fd in self.files.values():  # the files' notes are about the answer now showing
             if fd.errors:
@@ -442,6 +470,12 @@ class PendingDiff:
 
     def error(self, path: str | None, message: str) -> None:
         self.errors.append(EditError(path, message, self.turn))
+        card = self._card
+        if card is None or card.done:  # an error outside any block still gets a card
+            card = Card(self.turn, path, done=True)
+            self.transcript.append(card)
+        if not card.error:
+            card.error = message
         if path in self.files:
             self.files[path].errors.append(message)
         self.bump(path)
@@ -460,13 +494,20 @@ class PendingDiff:
         for ev in events:
             cur = self._cur
             if type(ev) is Line:
+                if self._card is not None:
+                    self._card.lines += 1
                 if type(cur) is _Cursor:
                     self._line(cur, ev.op, ev.text)
             elif type(ev) is Prose:
                 self.prose.append(ev.text)
+                self.transcript.append((self.turn, ev.text))
                 self.bump()
             elif type(ev) is EditBegin:
+                self._card = Card(self.turn, ev.path, ev.kind)
+                self.transcript.append(self._card)
                 self._begin(ev)
+                if type(self._cur) is _Cursor:
+                    self._card._cursor = self._cur
             elif type(ev) is OldEnd:
                 if type(cur) is _Cursor:
                     self._old_end(cur)
@@ -474,14 +515,22 @@ class PendingDiff:
                 if type(cur) is _Cursor:
                     self._end(cur, ev)
                 self._cur = None
+                self._close_card()
             elif type(ev) is Malformed:
+                self._card = None
                 self.error(ev.path, ev.message)
+
+    def _close_card(self) -> None:
+        card, self._card = self._card, None
+        if card is not None and not card.done:
+            card.done, card._cursor = True, None
 
     def finish(self) -> None:
         """The answer is over: close what is open and reconcile every file with a full diff."""
         if type(self._cur) is _Cursor:
             self._end(self._cur, EditEnd(False, "the answer stopped inside this edit"))
         self._cur = None
+        self._close_card()
         for fd in self.files.values():
             fd.reconcile()
         self.bump()
@@ -628,8 +677,13 @@ class PendingDiff:
         return None
 
     def _end(self, cur: _Cursor, ev: EditEnd) -> None:
+        card = self._card
         self._end_edit(cur, ev)
         self._release(cur)
+        if card is not None and card._cursor is cur:
+            edit = cur.edit if cur.compose is None else cur.compose[0]
+            card.ids = [h.id for h in edit.hunks] if edit is not None and not card.error else []
+            card.done, card._cursor = True, None
 
     def _end_edit(self, cur: _Cursor, ev: EditEnd) -> None:
         fd = cur.fd

@@ -30,6 +30,7 @@ from app.core.events import (
     Usage,
 )
 from app.core.formats import choose_format, make_parser
+from app.core.formats.base import StreamParser
 from app.core.journal import Entry, Journal
 from app.core.provider import Provider, Request
 from app.core.review import Review
@@ -61,6 +62,9 @@ class Turn:
     deltas: int = 0
     usage: Usage | None = None
     server_tokens_per_s: float | None = None  # the back-end's own figure, when it sends one
+    # the change set its edits go into, and its number there (PendingDiff.turn)
+    pending: PendingDiff | None = field(default=None, repr=False)
+    pturn: int = 0
     finish_reason: str | None = None
     error: Error | None = None
     plan: list[PlanItem] = field(default_factory=list)  # an agent's latest plan
@@ -127,6 +131,7 @@ class Session:
         self.turns: list[Turn] = []
         self.queue: list[str] = []
         self._task: asyncio.Task[None] | None = None
+        self._parser: StreamParser | None = None  # the answer streaming now
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
@@ -175,6 +180,13 @@ class Session:
             except NotText as exc:
                 raise ContextError(str(exc)) from None
         return snaps
+
+    @property
+    def tentative(self) -> str:
+        """The answer's prose not yet final (see StreamParser.tentative)."""
+        parser = self._parser
+        turn = self.turn
+        return parser.tentative() if parser is not None and turn is not None and turn.live else ""
 
     def wake(self) -> None:
         """Something arrived (text, an agent's request): tell the UI once per frame."""
@@ -315,6 +327,7 @@ class Session:
             {"role": "user", "content": content}]
         prefill = prompts.prefill(self.fmt, self._snapshots) if caps.prefill else ""
         turn = turn or Turn(instruction, kind)
+        turn.pending, turn.pturn = self.pending, self.pending.turn
         self.turns.append(turn)
         known = frozenset(s.path for s in self._snapshots)
         self._parser = ProseOnly() if caps.agent else make_parser(self.fmt, known)

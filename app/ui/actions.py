@@ -142,6 +142,11 @@ ACTIONS: tuple[Action, ...] = (
            "App", "Focus diff", show=False),
     Action("focus_queue", "ctrl+l", "screen", "screen.focus_queue", "Queue", "go to the queued "
            "follow-ups", "App", "Focus queue", when="queue", show=False),
+    Action("raw", "w", "screen", "screen.toggle_raw", "Raw", "the conversation as the model wrote "
+           "it (edit syntax and all) / with edit cards", "App", "Raw answer text", show=False),
+    Action("focus_conversation", "ctrl+o", "screen", "screen.focus_conversation", "Conversation",
+           "go to the conversation (j/k move between edit cards, Enter shows one in the diff)",
+           "App", "Focus conversation", show=False),
     Action("theme", "t", "screen", "app.next_theme", "Theme", "next theme (remembered)", "App",
            show=False),
     Action("help", "f1,question_mark", "screen", "app.help", "Help", "this help", "App", "Keys"),

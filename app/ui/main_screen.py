@@ -58,6 +58,7 @@ GUARD = 0.8  # after the focus moved to the review on its own, letters stay text
 
 WHERE = {  # the key bar's first word: where the next key goes
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
+    "conversation": "☰ conversation",
 }
 GUARDED = "◆ review opened · letters still type for a moment"
 
@@ -108,10 +109,8 @@ class MainScreen(FrameTickScreen):
                 yield Line("Pending diff", id="diff-title", classes="pane-title")
                 yield DiffView(id="diff")
             with Vertical(id="side"):
-                yield Line("Answer", id="stream-title", classes="pane-title")
+                yield Line("Conversation", id="stream-title", classes="pane-title")
                 yield StreamView(id="stream")
-                yield Line("Explanation", id="explanation-title", classes="pane-title")
-                yield StreamView(id="explanation")
                 yield Line("Queued follow-ups (Enter edits, Del drops)", id="queue-title",
                            classes="pane-title")
                 yield QueueView(id="queue")
@@ -173,7 +172,7 @@ class MainScreen(FrameTickScreen):
         if isinstance(widget, DiffView) and self.session.streaming:
             self.follow = False  # the user reviews: the view stays where they are
         for area, cls in (("prompt", PromptInput), ("diff", DiffView), ("tree", FileTree),
-                          ("queue", QueueView)):
+                          ("queue", QueueView), ("conversation", StreamView)):
             if isinstance(widget, cls):
                 self.focus_area = area
 
@@ -214,12 +213,7 @@ class MainScreen(FrameTickScreen):
                 raise
 
     def _apply(self, f: Frame) -> None:
-        stream = self.query_one("#stream", StreamView)
-        expl = self.query_one("#explanation", StreamView)
-        _write(stream, f.answer)
-        if f.clear_explanation:
-            expl.clear()
-        _write(expl, f.explanation)
+        _write(self.query_one("#stream", StreamView), f.answer)
         if f.new_change_set is not None:
             self.follow = True
             self._created = set()
@@ -811,12 +805,36 @@ class MainScreen(FrameTickScreen):
             diff.refresh()
             self.refresh_bindings()
             return
-        if self.focus_area in ("tree", "queue"):
+        if self.focus_area in ("tree", "queue", "conversation"):
             self.action_focus_diff() if self.session.pending else self.action_focus_prompt()
 
     def action_focus_prompt(self) -> None:
         prompt = self.query_one(PromptInput)
         prompt.focus()
+
+    def action_focus_conversation(self) -> None:
+        self.query_one("#stream", StreamView).focus()
+
+    def action_toggle_raw(self) -> None:
+        """Raw answer text (what the model sent) or the conversation with edit cards."""
+        self.sync.mode = "raw" if self.sync.mode == "conversation" else "conversation"
+        self.sync.restart()
+        self.query_one("#stream", StreamView).clear()
+        self.frame(force_status=True)
+
+    @on(StreamView.CardChosen)
+    def _card_chosen(self, event: StreamView.CardChosen) -> None:
+        ids = self.sync.card_hunks(event.key)
+        pending = self.session.pending
+        if not ids or pending is None:
+            self.notify("that edit has no hunk to show (it was refused or is gone)", timeout=3)
+            return
+        h = pending.hunk(ids[0])
+        self.view = "pending"
+        self._select(h.path, h.id)
+        diff = self.query_one(DiffView)
+        diff.guard_until = 0.0
+        diff.focus()
 
     def action_focus_files(self) -> None:
         self.query_one(FileTree).focus()
@@ -901,8 +919,14 @@ def _git_badge(st: FileStatus) -> tuple[str, str]:
 
 def _write(view: StreamView, pieces: list[Piece]) -> None:
     for p in pieces:
-        if p.line:
+        if p.key is not None:
+            view.set_card(p.key, p.text, p.style)
+        elif p.line:
             view.write_line(p.text, p.style)
+        elif p.style == "md":
+            view.add_markdown(p.text)
+        elif p.style == "tail":
+            view.set_tail(p.text)
         else:
             view.write(p.text, p.style)
 

@@ -1,29 +1,43 @@
-"""A scrolling, soft-wrapped text view that only ever appends.
+"""The conversation pane: the user's messages, the model's prose as Markdown, one live card
+per edit block, and status lines — a scrolling list of blocks that only ever grows at the
+end (cards change in place).
 
-Written for the live answer: text arrives once per frame, only the last (partial) line is
-re-wrapped, only the rows that changed are refreshed, and rows already on screen keep their
-cached strips. Re-`update()`-ing a Static with the whole answer, or streaming into a
-TextArea, costs in proportion to everything shown so far and falls far behind a fast model.
+Written for a live answer at any rate: text arrives once per frame; only the last block is
+re-rendered (a paragraph of Markdown, or the last line of plain text), only the rows that
+changed are refreshed, and rows already on screen keep their strips. Markdown is rendered
+per block with rich (markdown-it underneath) rather than with Textual's Markdown widget:
+that widget mounts a widget per block, and every mount is a layout pass of the whole screen
+(30-50 ms here), a few per second at full speed — the frame budget cannot hold with it.
 """
 
 from __future__ import annotations
 
+import io
 import time
 from collections import deque
+from dataclasses import dataclass, field
 
 from rich.cells import cell_len
+from rich.console import Console
+from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.style import Style
+from rich.theme import Theme
+from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.ui.compat import set_virtual_size
 from app.view.layout import TAB
 
-STYLES = ("text", "user", "sep", "error", "dim")
+STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-live", "card-pending",
+          "card-accepted", "card-rejected", "card-conflict", "card-stale", "card-mixed",
+          "card-cursor")
 JUMP_WINDOW = 0.25  # a jump leaves room for as many rows as arrived in this many seconds
+FENCE_MARKS = ("```", "~~~")
 
 
 def _wrap(line: str, width: int) -> list[tuple[int, int]]:
@@ -57,10 +71,22 @@ def _wrap(line: str, width: int) -> list[tuple[int, int]]:
     return spans
 
 
+@dataclass(eq=False)
+class Block:
+    kind: str  # plain (one line of text) | md (a Markdown paragraph) | card (one line)
+    text: str = ""
+    style: str = "text"
+    tail: str = ""  # md: the answer's prose not yet final, drawn after `text`
+    key: int | None = None  # card
+    closed: bool = False  # md: a later block started; plain: its line ended
+    fenced: bool = False  # md: inside a ``` code block
+    strips: list[Strip] | None = field(default=None, repr=False)  # rendered, at the width
+
+
 class StreamView(ScrollView, can_focus=True):
-    """Two modes. Tail (the default): the view shows the end of the text, drawn from a top
-    row of its own with no scrolling at all, because in Textual every scroll re-arranges the
-    whole screen and a stream scrolls every frame. The top row moves in jumps: when the text
+    """Two modes. Tail (the default): the view shows the end, drawn from a top row of its
+    own with no scrolling at all, because in Textual every scroll re-arranges the whole
+    screen and a stream scrolls every frame. The top row moves in jumps: when the text
     reaches the bottom, it moves up far enough to leave room for the next few frames' rows
     (more room the faster rows arrive), so most frames repaint only their new rows instead
     of the whole pane. Scroll up (wheel, keys) and it becomes an ordinary scroll view with a
@@ -74,6 +100,9 @@ class StreamView(ScrollView, can_focus=True):
         Binding("pagedown", "scroll_by(20)", show=False),
         Binding("home", "scroll_by(-1000000000)", show=False),
         Binding("end", "scroll_by(1000000000)", show=False),
+        Binding("k", "card(-1)", "Prev card", show=False),
+        Binding("j", "card(1)", "Next card", show=False),
+        Binding("enter", "open_card", "Show in diff"),
     ]
     DEFAULT_CSS = """
     StreamView { background: $surface; scrollbar-background: $surface; scrollbar-background-hover: $surface; scrollbar-background-active: $surface; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
@@ -83,77 +112,203 @@ class StreamView(ScrollView, can_focus=True):
     StreamView > .streamview--sep { color: $text-muted; }
     StreamView > .streamview--error { color: $error; text-style: bold; }
     StreamView > .streamview--dim { color: $text-muted; }
+    StreamView > .streamview--md-code { color: $warning; }
+    StreamView > .streamview--card-live { color: $secondary; text-style: bold; }
+    StreamView > .streamview--card-pending { color: $text; text-style: bold; background: $panel; }
+    StreamView > .streamview--card-accepted { color: $success; text-style: bold; background: $panel; }
+    StreamView > .streamview--card-rejected { color: $text-muted; text-style: strike; background: $panel; }
+    StreamView > .streamview--card-conflict { color: $error; text-style: bold; background: $panel; }
+    StreamView > .streamview--card-stale { color: $warning; text-style: bold; background: $panel; }
+    StreamView > .streamview--card-mixed { color: $text; text-style: bold; background: $panel; }
+    StreamView > .streamview--card-cursor { background: $accent 30%; }
     """
+
+    class CardChosen(Message):
+        """Enter or a click on a card: show its hunks in the diff pane."""
+
+        def __init__(self, key: int) -> None:
+            super().__init__()
+            self.key = key
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._lines: list[str] = []
-        self._styles: list[str] = []
-        self._rows: list[tuple[int, int, int]] = []  # (line, start, end)
-        self._first_row: list[int] = []  # first row of each line
+        self._blocks: list[Block] = []
+        self._first_row: list[int] = []  # first row of each block
+        self._rows: list[tuple[int, int]] = []  # (block, row in it)
+        self._cards: dict[int, int] = {}  # card key -> block index
         self._width = 0
         self._height = 0
         self._top = 0  # tail mode: the first row shown
         self._recent: deque[tuple[float, int]] = deque()  # (when, rows added): the row rate
-        self._cache: dict[int, Strip] = {}
         self._style_of: dict[str, Style] = {}  # component styles, resolved once per theme
+        self._syntax = "monokai"
+        self._theme: Theme | None = None  # Markdown styles from the pane's component classes
+        self.card_cursor: int | None = None  # the card j/k moved to (its key)
         self.tail = True
         self.add_class("-tail")
 
     # -- content ---------------------------------------------------------------------------
     @property
     def text(self) -> str:
-        return "\n".join(self._lines)
+        """Everything shown, as plain text (tests, and copying out)."""
+        out = []
+        for b in self._blocks:
+            if b.kind == "plain":
+                out.append(b.text)
+            elif b.kind == "card":
+                out.append(b.text)
+            else:
+                out.append((b.text + b.tail).rstrip("\n"))
+        return "\n".join(out)
 
     def clear(self) -> None:
-        self._lines, self._styles, self._rows, self._first_row = [], [], [], []
-        self._cache.clear()
+        self._blocks, self._first_row, self._rows, self._cards = [], [], [], {}
         self._top = 0
+        self.card_cursor = None
         self._set_tail(True)
         self.refresh()
 
     def write(self, text: str, style: str = "text") -> None:
-        """Append text; a newline in it starts a new line."""
+        """Append plain text; a newline in it starts a new line."""
         if not text:
             return
         pieces = text.split("\n")
-        if not self._lines:
-            self._lines.append("")
-            self._styles.append(style)
-            self._first_row.append(0)
-        first = len(self._lines) - 1
-        if not self._lines[-1]:
-            self._styles[-1] = style  # a line takes the style of its first text
-        self._lines[-1] += pieces[0]
+        last = self._blocks[-1] if self._blocks else None
+        if last is None or last.kind != "plain" or last.closed:
+            last = self._append(Block("plain", "", style))
+        first = len(self._blocks) - 1
+        if not last.text:
+            last.style = style  # a line takes the style of its first text
+        last.text += pieces[0]
         for piece in pieces[1:]:
-            self._lines.append(piece)
-            self._styles.append(style)
-            self._first_row.append(0)
-        if "\t" in text:  # by whole line: a tab's stop depends on the line so far
-            for i in range(first, len(self._lines)):
-                self._lines[i] = self._lines[i].expandtabs(TAB)
-        self._rewrap_from(first)
+            last.closed = True
+            last = self._append(Block("plain", piece, style))
+        for b in self._blocks[first:]:
+            if "\t" in b.text:  # by whole line: a tab's stop depends on the line so far
+                b.text = b.text.expandtabs(TAB)
+            b.strips = None
+        self._relayout(first)
 
     def write_line(self, text: str, style: str = "text") -> None:
         """A whole line of its own (ends any partial line first)."""
-        if self._lines and self._lines[-1] != "":
-            self.write("\n")
-        self.write(text + "\n", style)
+        last = self._blocks[-1] if self._blocks else None
+        if last is not None and last.kind == "plain" and not last.closed and last.text:
+            last.closed = True
+        self._close_md()
+        self._append(Block("plain", text.expandtabs(TAB), style, closed=True))
+        self._relayout(len(self._blocks) - 1)
 
-    def _rewrap_from(self, first: int) -> None:
+    def add_markdown(self, text: str) -> None:
+        """Complete lines of the model's prose, Markdown. A blank line outside a code block
+        ends a paragraph: the paragraph's block is final, the next one starts."""
+        for line in text.splitlines(keepends=True):
+            if not line.strip():
+                last = self._blocks[-1] if self._blocks else None
+                if last is None or last.kind != "md" or last.closed or not last.text.strip():
+                    continue  # blank lines between blocks: the blocks are apart already
+            block = self._open_md()
+            block.text += line
+            block.tail = ""
+            block.strips = None
+            stripped = line.strip()
+            if stripped.startswith(FENCE_MARKS):
+                block.fenced = not block.fenced
+            elif not stripped and not block.fenced and block.text.strip():
+                block.closed = True
+        self._relayout(self._first_md_dirty())
+
+    def set_tail(self, text: str) -> None:
+        """The answer's prose not final yet (the parser may still find an edit in it)."""
+        block = self._blocks[-1] if self._blocks else None
+        if block is None or block.kind != "md" or block.closed:
+            if not text:
+                return
+            block = self._open_md()
+        if block.tail != text:
+            block.tail = text
+            block.strips = None
+            self._relayout(len(self._blocks) - 1)
+
+    def set_card(self, key: int, text: str, style: str) -> None:
+        """A card's line: new (appended) or changed (in place)."""
+        i = self._cards.get(key)
+        if i is None:
+            self._close_md()
+            last = self._blocks[-1] if self._blocks else None
+            if last is not None and last.kind == "plain" and not last.closed:
+                last.closed = True
+            self._append(Block("card", text, style, key=key, closed=True))
+            self._cards[key] = len(self._blocks) - 1
+            self._relayout(len(self._blocks) - 1)
+            return
+        block = self._blocks[i]
+        if (block.text, block.style) != (text, style):
+            block.text, block.style, block.strips = text, style, None
+            self._repaint_block(i)
+
+    def _append(self, block: Block) -> Block:
+        self._blocks.append(block)
+        self._first_row.append(len(self._rows))
+        return block
+
+    def _open_md(self) -> Block:
+        last = self._blocks[-1] if self._blocks else None
+        if last is not None and last.kind == "md" and not last.closed:
+            return last
+        if last is not None and last.kind == "plain" and not last.closed and last.text:
+            last.closed = True
+        return self._append(Block("md"))
+
+    def _close_md(self) -> None:
+        last = self._blocks[-1] if self._blocks else None
+        if last is not None and last.kind == "md" and not last.closed:
+            last.closed, last.tail, last.strips = True, "", None
+            self._relayout(len(self._blocks) - 1)
+
+    def _first_md_dirty(self) -> int:
+        i = len(self._blocks) - 1
+        while i > 0 and self._blocks[i - 1].kind == "md" and self._blocks[i - 1].strips is None:
+            i -= 1
+        return i
+
+    # -- rows ------------------------------------------------------------------------------
+    def _strips(self, b: Block) -> list[Strip]:
+        if b.strips is None:
+            b.strips = self._render_block(b)
+        return b.strips
+
+    def _relayout(self, first: int) -> None:
+        """Blocks from `first` on were added or changed: their rows again, and a repaint of
+        what moved."""
+        if not self._blocks:
+            return
+        first = max(0, min(first, len(self._blocks) - 1))
         start_row = self._first_row[first]
         before = len(self._rows)
         del self._rows[start_row:]
-        width = max(1, self._width or 80)
-        for i in range(first, len(self._lines)):
+        for i in range(first, len(self._blocks)):
             self._first_row[i] = len(self._rows)
-            self._rows += [(i, s, e) for s, e in _wrap(self._lines[i], width)]
-        for r in [r for r in self._cache if r >= start_row]:
-            del self._cache[r]
+            self._rows += [(i, r) for r in range(len(self._strips(self._blocks[i])))]
+        self._placed(start_row, before)
+
+    def _repaint_block(self, i: int) -> None:
+        """A block changed in place: same rows when its height is the same."""
+        n_old = (self._first_row[i + 1] if i + 1 < len(self._blocks) else len(self._rows)) - self._first_row[i]
+        if len(self._strips(self._blocks[i])) != n_old:
+            self._relayout(i)
+            return
+        y0 = self._first_row[i]
+        if self.tail:
+            self.refresh(Region(0, y0 - self._top, self._width or 1, n_old))
+        else:
+            self.refresh_lines(y0, n_old)
+
+    def _placed(self, start_row: int, before: int) -> None:
         n = len(self._rows)
+        width = max(1, self._width or 80)
         if not self.tail:
             set_virtual_size(self, Size(width, n))
-            self.refresh_lines(start_row, max(1, n - start_row))
+            self.refresh_lines(start_row, max(1, max(n, before) - start_row))
             return
         height = max(1, self._height)
         now = time.monotonic()
@@ -167,6 +322,109 @@ class StreamView(ScrollView, can_focus=True):
         else:  # only the rows that changed, where they are on screen
             y0 = max(0, start_row - self._top)
             self.refresh(Region(0, y0, width, max(1, max(n, before) - self._top - y0)))
+
+    # -- rendering a block -----------------------------------------------------------------
+    def _style(self, name: str) -> Style:
+        style = self._style_of.get(name)
+        if style is None:
+            style = self._style_of[name] = (
+                self.rich_style if name == "" else self.get_component_rich_style(f"streamview--{name}"))
+        return style
+
+    def _render_block(self, b: Block) -> list[Strip]:
+        width = max(1, self._width or 80)
+        base = self._style("")
+        if b.kind == "card":
+            style = base + self._style(b.style)
+            if b.key == self.card_cursor:
+                style = style + self._style("card-cursor")
+            return [Strip([Segment(b.text, style)]).crop_extend(0, width, style)]
+        if b.kind == "plain":
+            style = base + self._style(b.style)
+            line = b.text
+            return [Strip([Segment(line[s:e], style)], e - s if line.isascii() else None
+                          ).crop_extend(0, width, base) for s, e in _wrap(line, width)]
+        source = (b.text + b.tail).rstrip("\n")
+        if not source.strip():
+            return []
+        strips = self._markdown(source, width, base)
+        if b.closed:  # a finished paragraph keeps a blank line after it, as Markdown reads
+            strips.append(Strip.blank(width, base))
+        return strips
+
+    def _markdown(self, source: str, width: int, base: Style) -> list[Strip]:
+        console = Console(width=width, file=io.StringIO(), force_terminal=True,
+                          color_system="truecolor", theme=self._md_theme(), legacy_windows=False)
+        md = Markdown(source.expandtabs(TAB), code_theme=self._syntax, hyperlinks=False)
+        lines = console.render_lines(md, console.options.update(width=width), style=base,
+                                     pad=True)
+        return [Strip(line).crop_extend(0, width, base) for line in lines]
+
+    def _md_theme(self) -> Theme:
+        if self._theme is not None:
+            return self._theme
+        code = self._style("md-code")
+        text = self._style("text")
+        theme = Theme({"markdown.code": code, "markdown.code_block": text,
+                      "markdown.paragraph": text, "markdown.text": text,
+                      "markdown.h1": Style(bold=True) + text, "markdown.h2": Style(bold=True) + text,
+                      "markdown.h3": Style(bold=True) + text, "markdown.item.bullet": code,
+                      "markdown.item.number": code, "markdown.link": code,
+                      "markdown.block_quote": self._style("dim")}, inherit=True)
+        self._theme = theme
+        return theme
+
+    def set_syntax(self, name: str) -> None:
+        if name != self._syntax:
+            self._syntax = name
+            self._restyle()
+
+    def _restyle(self) -> None:
+        for b in self._blocks:
+            b.strips = None
+        if self._blocks:
+            self._relayout(0)
+        self.refresh()
+
+    # -- cards -----------------------------------------------------------------------------
+    def action_card(self, step: int) -> None:
+        keys = sorted(self._cards)
+        if not keys:
+            return
+        if self.card_cursor not in self._cards:
+            nxt = keys[-1] if step < 0 else keys[0]
+        else:
+            j = keys.index(self.card_cursor) + step
+            nxt = keys[max(0, min(len(keys) - 1, j))]
+        old, self.card_cursor = self.card_cursor, nxt
+        for key in (old, nxt):
+            if key in self._cards:
+                i = self._cards[key]
+                self._blocks[i].strips = None
+                self._repaint_block(i)
+        self._show_row(self._first_row[self._cards[nxt]])
+
+    def action_open_card(self) -> None:
+        if self.card_cursor is not None:
+            self.post_message(self.CardChosen(self.card_cursor))
+
+    def on_click(self, event: events.Click) -> None:
+        row = (self._top if self.tail else int(self.scroll_offset.y)) + event.y
+        if 0 <= row < len(self._rows):
+            block = self._blocks[self._rows[row][0]]
+            if block.kind == "card" and block.key is not None:
+                self.card_cursor = block.key
+                block.strips = None
+                self._repaint_block(self._rows[row][0])
+                self.post_message(self.CardChosen(block.key))
+
+    def _show_row(self, row: int) -> None:
+        top = self._top if self.tail else int(self.scroll_offset.y)
+        if top <= row < top + self._height:
+            return
+        if self.tail:
+            self._set_tail(False)
+        self.scroll_to(y=max(0, row - self._height // 2), animate=False, immediate=True, force=True)
 
     # -- tail / scroll ---------------------------------------------------------------------
     def _set_tail(self, tail: bool) -> None:
@@ -205,43 +463,41 @@ class StreamView(ScrollView, can_focus=True):
         event.stop()
         self.action_scroll_by(3)
 
-    # -- rendering -------------------------------------------------------------------------
+    # -- drawing ---------------------------------------------------------------------------
     def on_resize(self) -> None:
         region = self.scrollable_content_region
         self._height = region.height
         if region.width and region.width != self._width:
             self._width = region.width
-            self._cache.clear()
-            if self._lines:
-                self._rewrap_from(0)
+            for b in self._blocks:
+                b.strips = None
+            if self._blocks:
+                self._relayout(0)
         self._top = max(0, len(self._rows) - self._height)
         self.refresh()
 
+    def on_mount(self) -> None:
+        # code blocks in the prose take the theme's syntax style, as the diff pane does
+        self.set_syntax(self.app.current_theme.variables.get("syntax", "monokai"))
+        self.app.theme_changed_signal.subscribe(
+            self, lambda theme: self.set_syntax(theme.variables.get("syntax", "monokai")))
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._cache.clear()
         self._style_of.clear()
+        self._theme = None
+        for b in self._blocks:
+            b.strips = None
+        if self._blocks and self._width:
+            self._relayout(0)
 
     def render_line(self, y: int) -> Strip:
         if self.tail:
             row, width = self._top + y, self._width
         else:  # a scrollbar takes a column: the rare case pays for the exact width
             row, width = int(self.scroll_offset.y) + y, self.scrollable_content_region.width
-        strip = self._cache.get(row)
-        if strip is None:
-            base = self._style_of.get("")
-            if base is None:
-                base = self._style_of[""] = self.rich_style
-            if row >= len(self._rows):
-                return Strip.blank(width, base)
-            line, s, e = self._rows[row]
-            name = self._styles[line]
-            style = self._style_of.get(name)
-            if style is None:
-                style = self._style_of[name] = self.get_component_rich_style(f"streamview--{name}")
-            strip = Strip([Segment(self._lines[line][s:e], style)], e - s if self._lines[line].isascii() else None
-                          ).crop_extend(0, width, base)
-            if len(self._cache) > 2000:  # rows far from the view are cheap to redo
-                self._cache.clear()
-            self._cache[row] = strip
-        return strip
+        if row >= len(self._rows):
+            return Strip.blank(width, self._style(""))
+        i, r = self._rows[row]
+        strips = self._strips(self._blocks[i])
+        return strips[r] if r < len(strips) else Strip.blank(width, self._style(""))

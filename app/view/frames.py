@@ -2,12 +2,16 @@
 
 A front-end takes one frame per screen refresh (the TUI at Textual's refresh tick, `steer
 run` on its status tick). FrameSync owns the read cursors into the session — which turn is
-shown and how much of its text, how many prose lines and edit errors of the pending diff,
-which files changed — and returns a `Frame`: the text to append to the answer and
-explanation panes, the files whose diff changed with their open-hunk counts, the turn that
-started or ended, and the status texts when they are due. Pulling once per frame instead of
-pushing per token is what lets a front-end keep up with any rate: a frame costs what
-arrived since the last one, never the number of tokens.
+shown, how far into the answer's transcript (its prose and edit cards, in the order the
+model wrote them) or its raw text, which files changed — and returns a `Frame`: what to
+append to the conversation, the cards whose line changed, the files whose diff changed
+with their open-hunk counts, the turn that started or ended, and the status texts when they
+are due. Pulling once per frame instead of pushing per token is what lets a front-end keep
+up with any rate: a frame costs what arrived since the last one, never the number of tokens.
+
+Two views of an answer: the conversation (default) shows prose as it streams — finished
+lines, then the tentative tail the parser has not placed yet — and one live card per edit
+block instead of its wire text; raw shows exactly what the model sent.
 
 Two throttles live here because they are about what a frame contains, not how it is drawn:
 while an answer streams, changed files are handed out at most every DIFF_EVERY seconds (the
@@ -21,10 +25,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
-from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.diff import OPEN, Card, HunkState, PendingDiff
 from app.core.events import PermissionRequest
 from app.core.session import Session, Turn
+from app.view.cards import card_text
 from app.view.status import answer_title, review_line
 
 DIFF_EVERY = 0.05  # while streaming, changed files at most 20 times a second
@@ -36,11 +42,17 @@ TURN_LABEL = {"redirect": "↪ redirect", "follow-up": "› follow-up", "ask": "
 
 @dataclass(slots=True)
 class Piece:
-    """Text for a pane: appended as it is, or (`line`) as a whole line of its own."""
+    """Something for the conversation pane:
+    - `line`: a whole line of its own in `style` (user | dim | error);
+    - style "md": prose to append (complete lines of Markdown);
+    - style "tail": the answer's prose not yet final, replacing the last tail;
+    - style "card-…" with `key`: an edit card's line, new or changed;
+    - style "text": raw answer text (the raw view)."""
 
     text: str
-    style: str = "text"  # text | user | dim | error
+    style: str = "text"
     line: bool = False
+    key: int | None = None
 
 
 @dataclass(slots=True)
@@ -53,8 +65,6 @@ class Ended:
 @dataclass
 class Frame:
     answer: list[Piece] = field(default_factory=list)
-    explanation: list[Piece] = field(default_factory=list)
-    clear_explanation: bool = False
     new_change_set: PendingDiff | None = None  # a fresh pending diff replaced the last one
     dirty: set[str] = field(default_factory=set)  # files whose hunks changed
     open_counts: dict[str, int] = field(default_factory=dict)  # for dirty files: open + streaming
@@ -68,22 +78,47 @@ class Frame:
     @property
     def changed(self) -> bool:
         """Content changed (titles alone do not count: they tick with the clock)."""
-        return bool(self.answer or self.explanation or self.clear_explanation or self.dirty
-                    or self.started or self.ended or self.new_change_set is not None
-                    or self.permissions)
+        return bool(self.answer or self.dirty or self.started or self.ended
+                    or self.new_change_set is not None or self.permissions)
+
+
+@dataclass(eq=False)
+class CardLine:
+    """Consecutive cards of one file in one answer: one line in the conversation."""
+
+    key: int
+    cards: list[Card]
+    text: str = ""
+
+    @property
+    def path(self) -> str | None:
+        return self.cards[0].path
+
+    @property
+    def live(self) -> bool:
+        return any(not c.done for c in self.cards)
 
 
 class FrameSync:
-    def __init__(self, session: Session, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, session: Session, clock: Callable[[], float] = time.perf_counter,
+                 mode: Literal["conversation", "raw"] = "conversation") -> None:
         self.session = session
         self.clock = clock
+        self.mode = mode
+        self._asked: set[int] = set()  # permission requests handed out (by id())
+        self.restart()
+
+    def restart(self) -> None:
+        """Show everything again from the start (after a switch between the views)."""
         self.turn: Turn | None = None  # the turn on screen
-        self.chunks = 0  # its chunks taken so far (the one read cursor into the answer)
-        self._pending: PendingDiff | None = None
-        self._prose = 0
-        self._last_prose: str | None = None
-        self._errors = 0
-        self._explained = False  # the explanation pane has text
+        self.chunks = 0  # its chunks taken so far (the one read cursor into the raw answer)
+        self.cards: list[CardLine] = []  # the card lines shown, by key
+        self._done_turns = 0  # session turns already replayed (restart)
+        self._pending: PendingDiff | None = None  # the change set of the turn on screen
+        self._tx = 0  # its transcript items taken
+        self._pturn = 0  # its number of the turn on screen
+        self._seen: PendingDiff | None = None  # the session's change set, as last seen
+        self._tail = ""
         self._was_live = False
         self._diff_at = self._title_at = self._status_at = float("-inf")
         self._title: str | None = None
@@ -92,15 +127,22 @@ class FrameSync:
         self._thinking = False  # the answer pane is in the middle of reasoning text
         self._plan: tuple = ()  # the plan as last shown
         self._tools: dict[str, str | None] = {}  # tool call id -> status last shown
-        self._asked: set[int] = set()  # permission requests handed out (by id())
+        self._replay = list(self.session.turns[:-1])  # ended turns to show again first
 
     def take(self, force_status: bool = False) -> Frame:
         session = self.session
         session.take_data()
         now = self.clock()
         f = Frame()
+        while self._replay:  # after a restart: the turns that are over, in full
+            old = self._replay.pop(0)
+            self._begin(f, old)
+            self._pull_agent(f)
+            self._pull_answer(f)
+            self._end(f, old, superseded=True)
+            self._was_live = False
         self._pull_agent(f)
-        self._pull_chunks(f)  # the last words of the turn on screen first: a redirect ends it
+        self._pull_answer(f)  # the last words of the turn on screen first: a redirect ends it
         pending = session.pending
         if pending is not None:
             self._pull_pending(f, pending, now)
@@ -110,23 +152,99 @@ class FrameSync:
                 f.ended.append(self._end(f, self.turn, superseded=True))
             self._begin(f, turn)
             self._pull_agent(f)
-            self._pull_chunks(f)
+            self._pull_answer(f)
         live = turn is not None and turn.live
         if self._was_live and not live and turn is not None:
+            self._end_tail(f)
             f.ended.append(self._end(f, turn, superseded=False))
         self._was_live = live
+        self._update_cards(f, force=not live)
         self._texts(f, now, force=force_status or (f.changed and not live))
         return f
 
     # -- the answer ------------------------------------------------------------------------
-    def _pull_chunks(self, f: Frame) -> None:
+    def _pull_answer(self, f: Frame) -> None:
         turn = self.turn
-        if turn is not None and self.chunks < len(turn.chunks):
-            if self._thinking:  # the answer proper starts on a line of its own
+        if turn is None:
+            return
+        if self.mode == "raw":
+            if self.chunks < len(turn.chunks):
+                if self._thinking:  # the answer proper starts on a line of its own
+                    f.answer.append(Piece("", line=True))
+                    self._thinking = False
+                f.answer.append(Piece("".join(turn.chunks[self.chunks :])))
+                self.chunks = len(turn.chunks)
+            return
+        self.chunks = len(turn.chunks)
+        pending = self._pending
+        if pending is not None:
+            items = pending.transcript
+            while self._tx < len(items):
+                item = items[self._tx]
+                if (item.turn if isinstance(item, Card) else item[0]) > self._pturn:
+                    break  # the next answer's: after its own first line
+                self._tx += 1
+                if self._thinking:
+                    f.answer.append(Piece("", line=True))
+                    self._thinking = False
+                if isinstance(item, Card):
+                    self._add_card(f, item, pending)
+                else:
+                    self._tail = ""
+                    f.answer.append(Piece(item[1] + "\n", "md"))
+        tail = self.session.tentative if turn is self.session.turn else ""
+        if tail != self._tail:
+            if self._thinking:
                 f.answer.append(Piece("", line=True))
                 self._thinking = False
-            f.answer.append(Piece("".join(turn.chunks[self.chunks :])))
-            self.chunks = len(turn.chunks)
+            self._tail = tail
+            f.answer.append(Piece(tail, "tail"))
+
+    def _end_tail(self, f: Frame) -> None:
+        if self._tail:
+            self._tail = ""
+            f.answer.append(Piece("", "tail"))
+
+    def _add_card(self, f: Frame, card: Card, pending: PendingDiff) -> None:
+        last = self.cards[-1] if self.cards else None
+        if (last is not None and last.key == self._last_key and last.path == card.path
+                and last.cards[0].turn == card.turn and not card.error and not last.cards[0].error):
+            last.cards.append(card)  # another block of the same file, right after: one line
+            line = last
+        else:
+            line = CardLine(len(self.cards), [card])
+            self.cards.append(line)
+        self._last_key = line.key
+        self._tail = ""
+        self._emit_card(f, line, {h.id: h for h in pending.hunks}, force=True)
+
+    _last_key = -1  # the card line written last, when nothing came after it
+
+    def card_hunks(self, key: int) -> list[int]:
+        """The hunk ids of a card line (for jumping to them), those that still exist."""
+        line = self.cards[key] if 0 <= key < len(self.cards) else None
+        pending = self._pending
+        if line is None or pending is None:
+            return []
+        ids = {h.id for h in pending.hunks}
+        return [i for c in line.cards for i in c.hunk_ids() if i in ids]
+
+    def _emit_card(self, f: Frame, line: CardLine, by_id, force: bool = False) -> None:
+        text, style = card_text(line.cards, by_id)
+        if force or text != line.text:
+            line.text = text
+            f.answer.append(Piece(text, style, key=line.key))
+
+    def _update_cards(self, f: Frame, force: bool) -> None:
+        """Cards whose file changed (or that stream) say where they stand now."""
+        pending = self._pending
+        if pending is None or not self.cards:
+            return
+        due = [c for c in self.cards if c.live or c.path in f.dirty or force]
+        if due:
+            by_id = {h.id: h for h in pending.hunks}
+            for line in due:
+                self._emit_card(f, line, by_id)
 
     def _pull_agent(self, f: Frame) -> None:
         """What a model thinks and an agent does besides writing: reasoning (dim), the plan
@@ -166,10 +284,12 @@ class FrameSync:
         if turn.steered_at is not None:  # the server took it mid-answer: it goes on from here
             f.answer.append(Piece("  (steered: the model continues from where it was)", "dim",
                                   line=True))
-        if turn.kind != "ask" and self._explained:
-            f.explanation.append(Piece(f"── {label}: {turn.instruction}", "dim", line=True))
         self.turn, self.chunks = turn, 0
         self._reasoning, self._thinking, self._plan, self._tools = 0, False, (), {}
+        self._tail, self._last_key = "", -1
+        if turn.pending is not self._pending:
+            self._pending, self._tx = turn.pending, 0
+        self._pturn = turn.pturn
         self._was_live = True
         f.started = turn
 
@@ -187,23 +307,8 @@ class FrameSync:
 
     # -- the pending diff ------------------------------------------------------------------
     def _pull_pending(self, f: Frame, pending: PendingDiff, now: float) -> None:
-        if pending is not self._pending:
-            self._pending, self._prose, self._errors, self._last_prose = pending, 0, 0, None
-            self._explained = False
-            f.clear_explanation = True
-            f.new_change_set = pending
-        if self._prose < len(pending.prose):
-            for line in pending.prose[self._prose :]:
-                if line.strip() or (self._last_prose and self._last_prose.strip()):
-                    f.explanation.append(Piece(line, line=True))  # blank runs collapse to one
-                    self._explained = True
-                self._last_prose = line
-            self._prose = len(pending.prose)
-        if self._errors < len(pending.errors):
-            for err in pending.errors[self._errors :]:
-                f.explanation.append(Piece(f"⚠ {err.message}", "error", line=True))
-            self._errors = len(pending.errors)
-            self._explained = True
+        if pending is not self._seen:
+            self._seen = f.new_change_set = pending
         turn = self.session.turn
         if turn is not None and turn.live and now - self._diff_at < DIFF_EVERY:
             return
@@ -224,7 +329,7 @@ class FrameSync:
         turn = self.session.turn
         if force or now - self._title_at >= TITLE_EVERY:
             self._title_at = now
-            title = answer_title(turn)
+            title = answer_title(turn, raw=self.mode == "raw")
             if title != self._title:
                 self._title = f.title = title
         live = turn is not None and turn.live

@@ -23,7 +23,7 @@ class LiveStatus:
     def __init__(self, out: TextIO, session: Session, *, enabled: bool = True, hz: float = 20.0) -> None:
         self.out = out
         self.session = session
-        self.sync = FrameSync(session)
+        self.sync = FrameSync(session, mode="raw")  # steer run prints what the model sent
         self.enabled = enabled
         self.tty = out.isatty()
         self.period = 1.0 / hz

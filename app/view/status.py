@@ -25,8 +25,9 @@ def status_text(provider: Provider, turn: Turn) -> str:
     return f"{provider.label} · {turn_figures(turn)}"
 
 
-def answer_title(turn: Turn | None) -> str:
-    return "Answer" if turn is None else f"Answer · {turn_figures(turn)}"
+def answer_title(turn: Turn | None, raw: bool = False) -> str:
+    head = "Conversation (raw: what the model sent)" if raw else "Conversation"
+    return head if turn is None else f"{head} · {turn_figures(turn)}"
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:

@@ -45,6 +45,12 @@ class StreamParser:
         self._end(out, complete)
         return out
 
+    def tentative(self) -> str:
+        """Prose not emitted yet: the partial last line (and lines a parser holds back while
+        it cannot tell prose from the start of an edit), for a view that shows text as it
+        streams. Empty inside an edit."""
+        return "" if self.in_edit else self._buf
+
     @property
     def in_edit(self) -> bool:
         return False

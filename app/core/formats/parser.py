@@ -75,6 +75,12 @@ class EditParser(StreamParser):
         self.after_block: str | None = None  # CLOSING: fence of a prose block open there
         self.patch = ApplyPatchParser(known_paths)
 
+    def tentative(self) -> str:
+        if self.state not in (PROSE, CODE):
+            return ""  # an edit, or a fence whose kind is not known yet
+        held = "".join(line + "\n" for line in self.held)
+        return held + self._buf
+
     @property
     def in_edit(self) -> bool:
         return self.state in (OLD, NEW, WHOLE) or (self.state == PATCH and self.patch.in_edit)
