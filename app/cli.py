@@ -61,6 +61,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("instruction")
     p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH",
                    help="add a file to the model's context (repeatable)")
+    p.add_argument("--outline", dest="outlines", action="append", default=[], metavar="PATH",
+                   help="add only a file's outline (its definitions with line numbers): for a "
+                        "file the model's context window cannot take whole (repeatable)")
     p.add_argument("-C", dest="directory", default=".", help="work in this directory")
     p.add_argument("--accept", choices=("all", "none"), default="none",
                    help="write the proposal to disk (default: none, only print it)")
@@ -149,6 +152,16 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
         session = Session(ws, provider, fmt=settings.format, context=context,
                           max_tokens=settings.max_tokens, temperature=settings.temperature)
+        for f in args.outlines:
+            session.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root), outline=True)
+        budget = session.budget(args.instruction)
+        if budget.over:  # never cut silently: say what does not fit, send nothing
+            big = max(budget.files, key=budget.files.get, default="")
+            print(f"steer: the request is {budget.text()}; {big} alone is ≈{budget.files.get(big, 0):,} "
+                  f"tokens. Send its outline instead (--outline {big}), or fewer files; nothing "
+                  "was sent", file=sys.stderr)
+            await provider.aclose()
+            return EXIT_USAGE
         if provider.capabilities.agent:
             # the agent's writes are staged as hunks at once; --accept decides at the end
             session.agent.write_policy = "stage"

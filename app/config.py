@@ -72,6 +72,7 @@ class Settings(BaseSettings):
     max_tokens: int | None = None
     temperature: float | None = None
     stall_timeout: float = 120.0
+    context_window: int | None = None  # the model's window in tokens, when steer cannot know it
     theme: str = "steer-dark"
     keys: dict[str, str] = {}  # action -> key, overriding the defaults
 

@@ -52,7 +52,8 @@ file itself contains ``` lines, fence the block with ```` (four backticks).""",
 
 
 def system_prompt(fmt: str) -> str:
-    return _RULES[fmt]
+    """The rules for `fmt` ("auto" before a format is chosen: the longest, to be safe)."""
+    return _RULES.get(fmt) or max(_RULES.values(), key=len)
 
 
 def fence_lang(path: str) -> str:
@@ -62,17 +63,22 @@ def fence_lang(path: str) -> str:
             "cc": "cpp"}.get(ext, ext)
 
 
-def render_file(snap: Snapshot) -> str:
+def render_file(snap: Snapshot, outline: list[str] | None = None) -> str:
+    if outline is not None:  # too big to send whole: its definitions, with line numbers
+        return (f"{snap.path} (outline only: {len(outline)} of its {len(snap.lines)} lines; ask "
+                "for a part you need to see)\n" + "\n".join(outline))
     body = "\n".join(snap.lines)
     fence = "````" if "```" in body else "```"
     return f"{snap.path}\n{fence}{fence_lang(snap.path)}\n{body}\n{fence}" if snap.lines else (
         f"{snap.path}\n(empty file)" if snap.exists else f"{snap.path}\n(does not exist yet)")
 
 
-def first_message(instruction: str, files: Sequence[Snapshot]) -> str:
+def first_message(instruction: str, files: Sequence[Snapshot],
+                  outlines: dict[str, list[str]] | None = None) -> str:
     if not files:
         return instruction
-    shown = "\n\n".join(render_file(s) for s in files)
+    outlines = outlines or {}
+    shown = "\n\n".join(render_file(s, outlines.get(s.path)) for s in files)
     return f"{shown}\n\n{instruction}"
 
 

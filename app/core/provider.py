@@ -57,6 +57,7 @@ class Provider:
     name: str = "provider"
     model: str = ""
     capabilities: Capabilities = Capabilities()
+    context_window: int | None = None  # tokens the model takes in (configured, known or reported)
 
     def stream(self, request: Request) -> AsyncIterator[Event]:
         raise NotImplementedError
@@ -71,6 +72,10 @@ class Provider:
         iterator streams the answer that continues it, from everything the running stream
         delivered. Raises SteerRefused to fall back to cancel and resend."""
         raise SteerRefused(f"{self.name} cannot steer a running answer")
+
+    async def probe_context_window(self) -> int | None:
+        """What the server says the model's context window is, when it says (None)."""
+        return None
 
     async def aclose(self) -> None:
         """Release connections and threads."""

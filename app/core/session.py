@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from app.core import context_budget as budgets
 from app.core import prompts
 from app.core.agent import AGENT_EVENTS, AgentHost, ProseOnly
 from app.core.diff import OPEN, EditError, HunkState, PendingDiff
@@ -117,6 +118,8 @@ class Session:
         self.fmt_choice = fmt
         self.fmt = fmt
         self.context: list[str] = []
+        self.outlined: set[str] = set()  # context files sent as their outline only
+        self._outline_tokens: dict[tuple, int] = {}
         for p in context or []:
             self.add_context(p)
         self.max_tokens = max_tokens
@@ -140,7 +143,8 @@ class Session:
         self.write_lock = asyncio.Lock()
 
     # -- context ---------------------------------------------------------------------------
-    def add_context(self, raw: str) -> str:
+    def add_context(self, raw: str, *, outline: bool = False) -> str:
+        """A file for the model to see: whole, or (`outline`) only its definitions."""
         try:
             rel = self.ws.check_path(raw)
         except ValueError as exc:
@@ -149,11 +153,48 @@ class Session:
             raise ContextError(f"{rel}: no such file")
         if rel not in self.context:
             self.context.append(rel)
+        if outline:
+            self.outlined.add(rel)
+        else:
+            self.outlined.discard(rel)
         return rel
 
     def remove_context(self, rel: str) -> None:
         if rel in self.context:
             self.context.remove(rel)
+        self.outlined.discard(rel)
+
+    def file_tokens(self, rel: str, *, outline: bool | None = None) -> int:
+        """Estimated tokens of a context file as it would be sent (a stat, or the outline
+        read once per version of the file)."""
+        outline = rel in self.outlined if outline is None else outline
+        try:
+            st = self.ws.abspath(rel).stat()
+        except OSError:
+            return 0
+        if not outline:
+            return int(st.st_size / budgets.CHARS_PER_TOKEN) + 8
+        key = (rel, st.st_mtime_ns, st.st_size)
+        if key not in self._outline_tokens:
+            try:
+                lines = budgets.outline(self.ws.snapshot(rel))
+            except (NotText, OSError):
+                lines = []
+            self._outline_tokens[key] = budgets.estimate_tokens("\n".join(lines)) + 16
+        return self._outline_tokens[key]
+
+    def budget(self, draft: str = "") -> budgets.Budget:
+        """The next request's size against the model's context window. A follow-up carries
+        the conversation so far; a new question the context files."""
+        fmt = self.fmt if self.turn else self.fmt_choice
+        used = budgets.estimate_tokens(prompts.system_prompt(fmt))
+        used += budgets.estimate_tokens(draft)
+        files = {rel: self.file_tokens(rel) for rel in self.context}
+        if self._open_change_set():
+            used += sum(budgets.estimate_tokens(m["content"]) for m in self.history)
+        else:
+            used += sum(files.values())
+        return budgets.Budget(used, self.provider.context_window, files)
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -312,7 +353,8 @@ class Session:
             self.history = []
             self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
                 caps, self.provider.model, [len(s.lines) for s in self._snapshots])
-            content = prompts.first_message(instruction, self._snapshots)
+            outlines = {s.path: budgets.outline(s) for s in self._snapshots if s.path in self.outlined}
+            content = prompts.first_message(instruction, self._snapshots, outlines)
             if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
                 self.fmt, content = "agent", instruction
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from app.config import ConfigError, Settings, protocol_of, resolve_provider
+from app.core.context_budget import known_window
 from app.core.provider import Provider
 
 
@@ -18,11 +19,13 @@ def build_provider(s: Settings, cwd: str | os.PathLike[str] | None = None) -> Pr
         except ValueError as exc:  # an empty or badly quoted command line
             raise ConfigError(f"--agent: {exc}") from None
     name, base_url, model, key = resolve_provider(s)
+    provider: Provider
     if name == "local":  # the embedded model, served by a shared `steer serve`
         from app.providers.local_serve import ServedLocal
 
-        return ServedLocal(s.model_path, stall_timeout=s.stall_timeout)
-    provider: Provider
+        provider = ServedLocal(s.model_path, stall_timeout=s.stall_timeout)
+        provider.context_window = s.context_window or 8192  # steer serve's n_ctx
+        return provider
     if protocol_of(name) == "responses":
         from app.providers.openai_responses import OpenAIResponses
 
@@ -32,4 +35,5 @@ def build_provider(s: Settings, cwd: str | os.PathLike[str] | None = None) -> Pr
 
         provider = OpenAIChat(base_url or "", model, key, stall_timeout=s.stall_timeout)
     provider.name = name  # presets keep their own name in the status line
+    provider.context_window = s.context_window or known_window(model)
     return provider

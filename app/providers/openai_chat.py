@@ -34,6 +34,26 @@ class OpenAIChat(Provider):
             limits=httpx.Limits(max_keepalive_connections=4),
         )
 
+    async def probe_context_window(self) -> int | None:
+        """`GET /models`: vLLM says `max_model_len`, OpenRouter and LM Studio
+        `context_length`, llama-server `meta.n_ctx_train` (and `steer serve` the same)."""
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        try:
+            resp = await self._client.get(f"{self.base_url}/models", headers=headers, timeout=3.0)
+            data = resp.json().get("data") or []
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        for m in data if isinstance(data, list) else []:
+            if not isinstance(m, dict) or (self.model and m.get("id") not in (self.model, None)
+                                           and len(data) > 1):
+                continue
+            meta = m.get("meta") if isinstance(m.get("meta"), dict) else {}
+            for value in (m.get("max_model_len"), m.get("context_length"), meta.get("n_ctx"),
+                          meta.get("n_ctx_train")):
+                if isinstance(value, int) and value > 0:
+                    return value
+        return None
+
     async def aclose(self) -> None:
         await self._client.aclose()
 

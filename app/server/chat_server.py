@@ -104,6 +104,8 @@ class ChatServer:
         self.model_path = model_path
         self.faults = faults or Faults()
         self.model_name = model_name or ("replay" if replay is not None else "smollm2-135m-instruct")
+        # the embedded model runs with an 8k window (providers/local.py); a replay has no limit
+        self.context_window = None if replay is not None else 8192
         self.stats = ServerStats()
         self.token = token  # required as Bearer when set
         self.first_token_delay = first_token_delay  # replay: the "model's" own time to first token
@@ -195,7 +197,8 @@ class ChatServer:
             return await self.responses.handle_http(req)
         if req.method == "GET" and path == "/v1/models":
             return HttpResponse.json({"object": "list", "data": [
-                {"id": self.model_name, "object": "model", "owned_by": "steer"}]})
+                {"id": self.model_name, "object": "model", "owned_by": "steer",
+                 "meta": {"n_ctx": self.context_window}}]})
         if req.method != "POST" or req.path.rstrip("/") != "/v1/chat/completions":
             return HttpResponse.json({"error": {"message": f"no route {req.method} {req.path}"}}, 404)
         self.stats.requests.append(time.time())

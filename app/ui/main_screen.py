@@ -45,7 +45,7 @@ from app.ui.line import Line
 from app.ui.permission_screen import PermissionScreen
 from app.ui.prompt import PromptInput, at_paths
 from app.ui.queue_view import QueueView
-from app.ui.screens import HunkEditor
+from app.ui.screens import ChoiceScreen, HunkEditor
 from app.ui.stream_view import StreamView
 from app.view import gitdiff
 from app.view.frames import Frame, FrameSync, Piece
@@ -120,12 +120,10 @@ class MainScreen(FrameTickScreen):
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
-        self._render_header()
-        for raw in self._initial_context:
-            self._add_context(raw, quiet=False)
-        self._render_context()
-        self.query_one(PromptInput).focus()
         self._ready = True
+        self._render_header()
+        self._add_each(list(self._initial_context), self._render_context)
+        self.query_one(PromptInput).focus()
         self.query_one(KeyBar).set_where(WHERE[self.focus_area])
         self.session.on_data = self._wake
         self.set_interval(IDLE_TICK, self.frame)
@@ -135,12 +133,21 @@ class MainScreen(FrameTickScreen):
         if self.session.provider.capabilities.warm_up:  # the model loads while you type
             self.run_worker(self.session.provider.warm(), group="warm")
         self.run_worker(self._recover(), group="recover")
+        if self.session.provider.context_window is None:
+            self.run_worker(self._probe_window(), group="probe")
+
+    async def _probe_window(self) -> None:
+        """The server may say what the model's context window is (vLLM, llama-server...)."""
+        window = await self.session.provider.probe_context_window()
+        if window and self.alive:
+            self.session.provider.context_window = window
+            self._from_worker(self._render_context)
 
     async def _recover(self) -> None:
         """An accept or undo a crash left half-done is completed before anything else."""
         try:
             done = await self.session.recover()
-            if not self._ready:
+            if not self.alive:
                 return
         except (Busy, OSError) as exc:
             self.notify(f"an interrupted accept or undo is not complete: {exc}", severity="error")
@@ -153,14 +160,29 @@ class MainScreen(FrameTickScreen):
 
     async def _check_undo(self) -> None:
         self._can_undo = await self.session.journal_undoable()
-        if self._ready:
-            self.refresh_bindings()
+        if self.alive:
+            self._from_worker(self.refresh_bindings)
 
     def on_resize(self, event) -> None:
         # narrow terminals: a slimmer tree and side pane, then no tree (c and @path still work)
         width = event.size.width
         self.set_class(width < 100, "-narrow")
         self.set_class(100 <= width < 140, "-medium")
+
+    @property
+    def alive(self) -> bool:
+        """Widgets can be used: mounted, and the app not tearing the screen down (a worker
+        coming back from a thread checks this before it touches anything)."""
+        return self._ready and self.is_attached and not shutting_down(self.app)
+
+    def _from_worker(self, fn, *args) -> None:
+        """Apply what a worker brought back, unless the screen is being taken down under
+        it (the app closing between the worker's await and now)."""
+        try:
+            fn(*args)
+        except NoMatches:
+            if self.alive and self.query("#tree"):
+                raise
 
     def on_unmount(self) -> None:
         self._ready = False
@@ -381,8 +403,10 @@ class MainScreen(FrameTickScreen):
         ctx = self.session.context
         prompt = self.query_one(PromptInput)
         hint = f"   @{prompt.completion}? Tab completes" if prompt.completion else ""
-        shown = "  ".join(f"◆ {p}" for p in ctx) if ctx else "none yet: type @path or press c on a file"
-        self.query_one("#context", Line).set(f"Context: {shown}{hint}")
+        shown = "  ".join(f"◆ {p}" + (" (outline)" if p in self.session.outlined else "")
+                          for p in ctx) if ctx else "none yet: type @path or press c on a file"
+        budget = self.session.budget(prompt.value).text()
+        self.query_one("#context", Line).set(f"Context: {shown} · {budget}{hint}")
         self.query_one(FileTree).set_badges(context=set(ctx))
 
     def _render_queue(self) -> None:
@@ -403,14 +427,14 @@ class MainScreen(FrameTickScreen):
             Sync.open, self.ws, lambda: self.session.pending, lock=self.session.write_lock)
         try:
             first = await self.git_sync.initial()
-            if not self._ready:
+            if not self.alive:
                 return
-            self._apply_sync(first)
+            self._from_worker(self._apply_sync, first)
             if self.watch_files:
                 async for update in self.git_sync.updates(self._stop_watch):
-                    if not self._ready:
+                    if not self.alive:
                         return
-                    self._apply_sync(update)
+                    self._from_worker(self._apply_sync, update)
                     if self.on_sync is not None:
                         self.on_sync(update)
         finally:
@@ -480,8 +504,12 @@ class MainScreen(FrameTickScreen):
         self.action_focus_diff()
 
     def send(self, text: str) -> None:
-        for raw in at_paths(text):
-            self._add_context(raw, quiet=False)
+        """Send a message; its @paths join the context first (asking about any file the
+        model's context window cannot take whole)."""
+        new = [raw for raw in at_paths(text) if self._known(raw) not in self.session.context]
+        self._add_each(new, lambda: self._send(text))
+
+    def _send(self, text: str) -> None:
         session = self.session
         if not session.context and not session.streaming and session.pending is None:
             self.notify("No files in the context: the model sees only your message. "
@@ -495,13 +523,55 @@ class MainScreen(FrameTickScreen):
             self.run_worker(asyncio.to_thread(warm_lexer, path), group="warm")
         self.frame()
 
-    def _add_context(self, raw: str, quiet: bool = True) -> None:
+    def _known(self, raw: str) -> str | None:
         try:
-            self.session.add_context(raw)
-        except ContextError as exc:
-            if not quiet:
-                self.notify(str(exc), severity="error")
-        self._render_context()
+            return self.ws.check_path(raw)
+        except ValueError:
+            return None
+
+    def _add_each(self, raws: list[str], then) -> None:
+        """Add files one by one (a question may come up for any of them), then go on."""
+        if not raws:
+            then()
+            return
+        self._add_context(raws[0], quiet=False, then=lambda: self._add_each(raws[1:], then))
+
+    def _add_context(self, raw: str, quiet: bool = True, then=None) -> None:
+        """Add a file to the context. One the model's window cannot take whole is not added
+        silently nor cut: the user chooses its outline or nothing."""
+        session = self.session
+        rel = self._known(raw)
+        budget = session.budget()
+        size = session.file_tokens(rel, outline=False) if rel else 0
+        if rel is None or rel in session.context or budget.fits(size):
+            try:
+                session.add_context(raw)
+            except ContextError as exc:
+                if not quiet:
+                    self.notify(str(exc), severity="error")
+            self._render_context()
+            if then is not None:
+                then()
+            return
+        room = max(0, (budget.room or 0) - budget.used)
+        outline = session.file_tokens(rel, outline=True)
+
+        def chosen(choice: str | None) -> None:
+            if choice == "outline":
+                session.add_context(rel, outline=True)
+                self.notify(f"{rel}: its outline goes to the model (≈{outline:,} tokens)", timeout=4)
+            else:
+                self.notify(f"{rel} was not added to the context", timeout=4)
+            self._render_context()
+            if then is not None:
+                then()
+
+        self.app.push_screen(ChoiceScreen(
+            f"{rel} is ≈{size:,} tokens: more than the ≈{room:,} the model's window has left.",
+            "Nothing is cut silently. Send its outline (definitions with line numbers), "
+            "or leave it out?",
+            [("o", f"outline (≈{outline:,} tokens)", "outline"), ("n", "leave it out", "none")]),
+            callback=chosen)
 
     @on(FileTree.ToggleContext)
     def _toggle_context(self, event: FileTree.ToggleContext) -> None:
@@ -755,7 +825,7 @@ class MainScreen(FrameTickScreen):
             text = await asyncio.to_thread(fetch, path)
         except Exception as exc:  # noqa: BLE001 - git's own message, shown where the diff goes
             text, what = "", f"{what}: git failed: {exc}"
-        if self._ready and self.selected == path and self.view != "pending":
+        if self.alive and self.selected == path and self.view != "pending":
             self.query_one(DiffView).show_rows(path, gitdiff.rows(path, text, what))
 
     async def action_stage(self) -> None:

@@ -111,3 +111,30 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class ChoiceScreen(ModalScreen[str | None]):
+    """A question with a few answers, each on a key; Esc answers None."""
+
+    BINDINGS = [Binding("escape", "choose(None)", "Cancel", priority=True)]
+
+    def __init__(self, question: str, detail: str, options: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.question, self.detail, self.options = question, detail, options
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Label(self.question, id="confirm-title")
+            yield Static(self.detail, id="confirm-detail")
+            yield Static("\n".join(f"  {key}  {label}" for key, label, _ in self.options))
+            yield Label("Esc: " + self.options[-1][1], id="confirm-foot")
+
+    def on_key(self, event) -> None:
+        for key, _label, value in self.options:
+            if event.character == key:
+                event.stop()
+                self.dismiss(value)
+                return
+
+    def action_choose(self, value: str | None) -> None:
+        self.dismiss(value)
