@@ -56,6 +56,7 @@ class Resumed:
     turns: int
     rebased: list[rebase.Rebased] = field(default_factory=list)  # files moved onto the disk
     cut: bool = False  # the last answer was cut short by the end of the process
+    recovered: list[str] = field(default_factory=list)  # journal steps a crash left, completed
 
     @property
     def moved(self) -> list[str]:
@@ -73,15 +74,16 @@ def start(session: Session, store: SessionStore, *, branch: str | None = None,
 
 
 def resume(session: Session, store: SessionStore, sid: str | None = None) -> Resumed:
-    """Take over the saved session `sid` (the last one when None): replay it, then rebase it
-    onto the disk. The journal's interrupted steps should be completed first (the caller
-    runs Journal.recover: what a killed accept wrote then shows on disk)."""
+    """Take over the saved session `sid` (the last one when None): complete what a crash
+    left half-done in the journal (so what a killed accept wrote is on disk), replay the
+    log, then rebase it onto the disk."""
     sid = store.resolve(sid)
     records, log = store.open(sid)
     try:
+        done = session.journal.recover(session.ws)
         meta = next((r for r in records if type(r) is Meta), None)
         cut = replay(session, records)
-        session.attach(log, branch=meta.branch if meta else None,
+        session.attach(log, branch=branch_of(session.ws.root) or (meta.branch if meta else None),
                        created=meta.created if meta else None,
                        forked_from=meta.forked_from if meta else None)
         if cut is not None:  # the process ended mid-answer: that end is part of the story
@@ -91,7 +93,34 @@ def resume(session: Session, store: SessionStore, sid: str | None = None) -> Res
         log.close()
         session.log = None
         raise
-    return Resumed(sid, len(session.turns), moved, cut is not None)
+    return Resumed(sid, len(session.turns), moved, cut is not None,
+                   [f"completed an interrupted {e.op} ({e.label})" for e in done])
+
+
+def open_saved(session: Session, *, resume_it: bool = False, sid: str | None = None,
+               store: SessionStore | None = None) -> Resumed | None:
+    """What `steer` does at start: resume `sid` (the last session when None) if asked, else
+    save a new session; a new session with a given `sid` that exists already is resumed
+    (a browser tab of `steer web`, reloaded)."""
+    store = store or SessionStore(session.ws.root)
+    if resume_it or (sid is not None and sid in store.ids()):
+        return resume(session, store, sid)
+    start(session, store, branch=branch_of(session.ws.root), sid=sid)
+    return None
+
+
+def branch_of(root) -> str | None:
+    from app.core.git import GitRepo
+
+    repo = GitRepo.open(root)
+    if repo is None:
+        return None
+    try:
+        return repo.branch()
+    except Exception:  # a repository git cannot read now: no branch to show
+        return None
+    finally:
+        repo.close()
 
 
 def replay(session: Session, records: list[Record]) -> End | None:

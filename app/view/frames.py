@@ -96,6 +96,13 @@ class FrameSync:
         if pending is not None:
             self._pull_pending(f, pending, now)
         turn = session.turn
+        if self.turn is None and len(session.turns) > 1:  # a resumed session: its whole story
+            for earlier in session.turns[:-1]:
+                self._begin(f, earlier)
+                self._pull_chunks(f)
+                if not earlier.live:
+                    self._end(f, earlier, superseded=True)
+            self._was_live = False  # told above: not ended again below
         if turn is not self.turn and turn is not None:
             if self.turn is not None and self._was_live and not self.turn.live:
                 f.ended.append(self._end(f, self.turn, superseded=True))
