@@ -73,12 +73,13 @@ def start(session: Session, store: SessionStore, *, branch: str | None = None,
     return log
 
 
-def resume(session: Session, store: SessionStore, sid: str | None = None) -> Resumed:
+def resume(session: Session, store: SessionStore, sid: str | None = None, *,
+           wait: float = 0.0) -> Resumed:
     """Take over the saved session `sid` (the last one when None): complete what a crash
     left half-done in the journal (so what a killed accept wrote is on disk), replay the
     log, then rebase it onto the disk."""
     sid = store.resolve(sid)
-    records, log = store.open(sid)
+    records, log = store.open(sid, wait)
     try:
         done = session.journal.recover(session.ws)
         meta = next((r for r in records if type(r) is Meta), None)
@@ -104,7 +105,7 @@ def open_saved(session: Session, *, resume_it: bool = False, sid: str | None = N
     (a browser tab of `steer web`, reloaded)."""
     store = store or SessionStore(session.ws.root)
     if resume_it or (sid is not None and sid in store.ids()):
-        return resume(session, store, sid)
+        return resume(session, store, sid, wait=0.0 if resume_it else 10.0)
     start(session, store, branch=branch_of(session.ws.root), sid=sid)
     return None
 

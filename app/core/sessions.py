@@ -294,7 +294,7 @@ def fold(records: list[Record]) -> list[Record]:
 class SessionLog:
     """One session's log file, owned by this process, and the thread that writes it."""
 
-    def __init__(self, path: Path, *, fresh: bool) -> None:
+    def __init__(self, path: Path, *, fresh: bool, wait: float = 0.0) -> None:
         self.path = path
         self.info_path = path.with_suffix(".json")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -303,11 +303,18 @@ class SessionLog:
             self._fd = os.open(path, flags, 0o600)
         except FileExistsError:
             raise SessionError(f"session {path.stem} exists already") from None
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            raise SessionError(f"session {path.stem} is open in another steer process") from None
+        deadline = time.monotonic() + wait  # a reloaded browser tab: the old process is ending
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                os.close(self._fd)
+                raise SessionError(f"session {path.stem} is open in another steer process") \
+                    from None
         if not fresh:
             _, good = read_log(path)
             if good < os.fstat(self._fd).st_size:  # drop a torn tail before appending
@@ -513,9 +520,10 @@ class SessionStore:
         records, _ = read_log(self.log_path(sid))
         return records
 
-    def open(self, sid: str) -> tuple[list[Record], SessionLog]:
-        """Take a session over: its records (folded) and its log, owned by this process."""
-        log = SessionLog(self.log_path(sid), fresh=False)
+    def open(self, sid: str, wait: float = 0.0) -> tuple[list[Record], SessionLog]:
+        """Take a session over: its records (folded) and its log, owned by this process
+        (waiting up to `wait` seconds for another process to let it go)."""
+        log = SessionLog(self.log_path(sid), fresh=False, wait=wait)
         try:
             records = fold(self.load(sid))
         except BaseException:
