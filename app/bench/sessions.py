@@ -89,7 +89,7 @@ async def _build(root: Path, turns: int, per_turn: int) -> tuple[str, int, float
 
 
 RESUME = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 from app.core import resume
 from app.core.provider import Provider
@@ -106,7 +106,9 @@ if not only_import:
     out["turns"], out["hunks"] = len(s.turns), len(s.pending.hunks)
     out["open"] = sum(1 for h in s.pending.hunks if h.state.value == "pending")
     s.log.close()
-out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM: this process's own peak (ru_maxrss would count the parent it was forked from)
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+out["rss_mb"] = int(hwm.split()[1]) / 1024
 print(json.dumps(out))
 """
 

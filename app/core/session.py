@@ -83,6 +83,7 @@ class Turn:
     tools: dict[str, ToolCall] = field(default_factory=dict)  # an agent's tool calls, by id
     # a natively steered redirect: characters of the previous answer kept where it landed
     steered_at: int | None = None
+    prose_from: int = 0  # the change set's explanation lines before this answer's
 
     @property
     def text(self) -> str:
@@ -377,6 +378,7 @@ class Session:
         messages = [{"role": "user", "content": rec.content}] if rec.agent else [
             {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
             {"role": "user", "content": rec.content}]
+        turn.prose_from = len(self.pending.prose)
         self.turns.append(turn)
         known = frozenset(s.path for s in self._snapshots)
         self._parser = ProseOnly() if rec.agent else make_parser(self.fmt, known)

@@ -593,12 +593,28 @@ class ReplayResolver:
         for r in records:
             if type(r) is Base:
                 self.bases.setdefault(r.path, deque()).append(r)
+        self._checked: dict[tuple[str, str, bool], str | Exception] = {}
+
+    def _check(self, how: str, raw: str, delete: bool) -> str:
+        """A path's check, once per replay (an answer names its files again and again)."""
+        key = (how, raw, delete)
+        got = self._checked.get(key)
+        if got is None:
+            try:
+                got = self.ws.check_path(raw) if how == "path" else self.ws.check_edit(
+                    raw, delete=delete)
+            except (ValueError, OSError) as exc:
+                got = exc
+            self._checked[key] = got
+        if isinstance(got, Exception):
+            raise got
+        return got
 
     def check_path(self, raw: str) -> str:
-        return self.ws.check_path(raw)
+        return self._check("path", raw, False)
 
     def check_edit(self, raw: str, *, delete: bool = False) -> str:
-        return self.ws.check_edit(raw, delete=delete)
+        return self._check("edit", raw, delete)
 
     def snapshot(self, rel: str) -> Snapshot:
         queue = self.bases.get(rel)

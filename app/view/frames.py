@@ -92,17 +92,12 @@ class FrameSync:
         now = self.clock()
         f = Frame()
         self._pull_chunks(f)  # the last words of the turn on screen first: a redirect ends it
+        if self.turn is None and len(session.turns) > 1:
+            self._story(f)
         pending = session.pending
         if pending is not None:
             self._pull_pending(f, pending, now)
         turn = session.turn
-        if self.turn is None and len(session.turns) > 1:  # a resumed session: its whole story
-            for earlier in session.turns[:-1]:
-                self._begin(f, earlier)
-                self._pull_chunks(f)
-                if not earlier.live:
-                    self._end(f, earlier, superseded=True)
-            self._was_live = False  # told above: not ended again below
         if turn is not self.turn and turn is not None:
             if self.turn is not None and self._was_live and not self.turn.live:
                 f.ended.append(self._end(f, self.turn, superseded=True))
@@ -121,6 +116,19 @@ class FrameSync:
         if turn is not None and self.chunks < len(turn.chunks):
             f.answer.append(Piece("".join(turn.chunks[self.chunks :])))
             self.chunks = len(turn.chunks)
+
+    def _story(self, f: Frame) -> None:
+        """A resumed (or rewound) session: every turn, with the explanation between them, as
+        the screen showed them while they streamed. The last one ends as a live one does."""
+        turns, pending = self.session.turns, self.session.pending
+        current = max((i for i, t in enumerate(turns) if t.kind == "ask"), default=0)
+        for i, turn in enumerate(turns):
+            if pending is not None and i >= current:
+                self._pull_prose(f, pending, turn.prose_from)
+            self._begin(f, turn)
+            self._pull_chunks(f)
+            if turn is not turns[-1] and not turn.live:
+                self._end(f, turn, superseded=True)
 
     def _begin(self, f: Frame, turn: Turn) -> None:
         label = TURN_LABEL[turn.kind]
@@ -146,19 +154,23 @@ class FrameSync:
         return Ended(turn, superseded, failure)
 
     # -- the pending diff ------------------------------------------------------------------
-    def _pull_pending(self, f: Frame, pending: PendingDiff, now: float) -> None:
+    def _pull_prose(self, f: Frame, pending: PendingDiff, upto: int | None = None) -> None:
         if pending is not self._pending:
             self._pending, self._prose, self._errors, self._last_prose = pending, 0, 0, None
             self._explained = False
             f.clear_explanation = True
             f.new_change_set = pending
-        if self._prose < len(pending.prose):
-            for line in pending.prose[self._prose :]:
+        end = len(pending.prose) if upto is None else min(upto, len(pending.prose))
+        if self._prose < end:
+            for line in pending.prose[self._prose : end]:
                 if line.strip() or (self._last_prose and self._last_prose.strip()):
                     f.explanation.append(Piece(line, line=True))  # blank runs collapse to one
                     self._explained = True
                 self._last_prose = line
-            self._prose = len(pending.prose)
+            self._prose = end
+
+    def _pull_pending(self, f: Frame, pending: PendingDiff, now: float) -> None:
+        self._pull_prose(f, pending)
         if self._errors < len(pending.errors):
             for err in pending.errors[self._errors :]:
                 f.explanation.append(Piece(f"⚠ {err.message}", "error", line=True))
