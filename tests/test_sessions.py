@@ -387,3 +387,66 @@ def test_the_store_lives_in_the_user_state_dir_not_the_tree(tmp_path):
     store = SessionStore(tmp_path / "repo")
     assert str(store.dir).startswith(os.environ["XDG_STATE_HOME"])
     json.dumps(str(store.dir))
+
+
+async def test_a_live_rebase_is_replayed_so_later_ids_and_decisions_match(rig, demo):
+    server = await rig([CALC_ANSWER, SUB_ANSWER])
+    s = rig.session(server)
+    await s.ask("add type hints")
+    # the user edits the lines of hunk #1 on disk: a live rebase makes it a conflict
+    (demo / "calc.py").write_text(CALC.replace("def add(a, b):", "def add(a, b, c=0):"))
+    changed = s.review.recheck("calc.py")
+    assert any(h.state == HunkState.CONFLICT for h in changed)
+    await s.ask("and sub")  # new hunks get ids after whatever the rebase did
+    s.review.take_mine(s.pending.hunks[0].id)
+    s.review.accept([s.pending.hunks[-1].id])
+    before = state(s)
+    sid = s.log.id
+    await s.aclose()
+    again = await reopen(rig, server, sid)
+    try:
+        assert state(again) == before
+    finally:
+        await again.aclose()
+
+
+@given(st.lists(st.sampled_from(["a", "é", "\t x", "", "line"]), max_size=8),
+       st.sampled_from(["\n", "\r\n", "mixed"]), st.booleans(),
+       st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "latin-1"]))
+def test_a_base_snapshot_survives_the_log_byte_for_byte(lines, newline, final, encoding):
+    from app.core.sessions import Snap
+    from app.core.snapshot import Snapshot
+    from app.core.textfile import NotText, decode, encode
+
+    if newline == "mixed":
+        text = "".join(t + ("\r\n" if i % 2 else "\n") for i, t in enumerate(lines))
+    else:
+        text = newline.join(lines) + (newline if final and lines else "")
+    try:
+        raw = text.encode(encoding)
+        got, fmt = decode(raw, "f.txt")
+    except (NotText, UnicodeEncodeError):
+        return
+    snap = Snapshot("f.txt", True, got, fmt, "d", 0o644)
+    back = Snap.model_validate_json(Snap.of(snap).model_dump_json()).snapshot()
+    assert (back.lines, back.fmt, back.mode) == (got, fmt, 0o644)
+    assert encode(back.lines, back.fmt) == encode(got, fmt)
+
+
+async def test_a_file_refused_at_an_older_turn_is_not_half_rewound(rig, demo):
+    server = await rig([CALC_ANSWER, SUB_ANSWER])
+    s = rig.session(server)
+    await s.ask("add type hints")
+    s.review.accept([s.pending.hunks[0].id])  # turn 1: add()
+    await s.ask("and sub")
+    s.review.accept([h.id for h in s.pending.hunks if "def sub" in "".join(h.new)])  # turn 2
+    text = (demo / "calc.py").read_text()
+    assert "def sub(a: float" in text
+    # the user changes what turn 1 wrote: turn 2's change alone could be taken out, but
+    # then the file would be half rewound; it is refused whole
+    (demo / "calc.py").write_text(text.replace("def add(a: float, b: float) -> float:",
+                                               "def add(a: int, b: int) -> int:"))
+    mine = (demo / "calc.py").read_bytes()
+    done = rewind.rewind_files(s, 0)
+    assert list(done.refused) == ["calc.py"] and not done.written and not done.steps
+    assert (demo / "calc.py").read_bytes() == mine
