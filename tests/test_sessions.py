@@ -450,3 +450,30 @@ async def test_a_file_refused_at_an_older_turn_is_not_half_rewound(rig, demo):
     done = rewind.rewind_files(s, 0)
     assert list(done.refused) == ["calc.py"] and not done.written and not done.steps
     assert (demo / "calc.py").read_bytes() == mine
+
+
+def test_a_fifo_or_a_symlink_in_place_of_a_log_is_refused_not_followed(tmp_path):
+    store = SessionStore(tmp_path / "repo", tmp_path / "store")
+    store.dir.mkdir(parents=True)
+    os.mkfifo(store.log_path("fifo"))
+    (tmp_path / "elsewhere.jsonl").write_text("")
+    store.log_path("link").symlink_to(tmp_path / "elsewhere.jsonl")
+    for sid in ("fifo", "link"):
+        with pytest.raises(SessionError):
+            store.open(sid)  # never blocks, never writes through the link
+        with pytest.raises(SessionError):
+            store.load(sid)
+    assert store.list() == []
+    assert (tmp_path / "elsewhere.jsonl").read_text() == ""
+
+
+async def test_a_fifo_in_place_of_a_summary_does_not_block_the_listing(rig):
+    server = await rig([CALC_ANSWER])
+    s = rig.session(server)
+    await s.ask("add type hints")
+    sid = s.log.id
+    await s.aclose()
+    side = rig.store.log_path(sid).with_suffix(".json")
+    side.unlink()
+    os.mkfifo(side)
+    assert [(i.id, i.turns, i.first) for i in rig.store.list()] == [(sid, 1, "add type hints")]

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import threading
 import time
 from collections import deque
@@ -250,10 +251,14 @@ def dump(rec: BaseModel) -> str:
 def read_log(path: Path) -> tuple[list[Record], int]:
     """The records of a log, and the byte length of its valid prefix. A last line torn by a
     crash (no newline, bad JSON, zeros) is dropped; so is any line that does not validate."""
+    fd = _open_log(path, os.O_RDONLY)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SessionError(f"no session log at {path}") from None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+    finally:
+        os.close(fd)
     out: list[Record] = []
     good = 0
     pos = 0
@@ -269,6 +274,24 @@ def read_log(path: Path) -> tuple[list[Record], int]:
             continue  # a torn or damaged line: dropped, the rest still counts
         good = pos
     return out, good
+
+
+def _open_log(path: Path, flags: int, mode: int = 0o600) -> int:
+    """Open a session log that is a regular file: never follow a symlink, never block on a
+    FIFO put in its place."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except FileNotFoundError:
+        raise SessionError(f"no session log at {path}") from None
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        raise SessionError(f"{path} cannot be a session log: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SessionError(f"{path} is not a regular file; it is not a session log")
+    os.set_blocking(fd, True)
+    return fd
 
 
 def fold(records: list[Record]) -> list[Record]:
@@ -298,9 +321,9 @@ class SessionLog:
         self.path = path
         self.info_path = path.with_suffix(".json")
         path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | (os.O_EXCL if fresh else 0)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if fresh else 0)
         try:
-            self._fd = os.open(path, flags, 0o600)
+            self._fd = _open_log(path, flags)
         except FileExistsError:
             raise SessionError(f"session {path.stem} exists already") from None
         deadline = time.monotonic() + wait  # a reloaded browser tab: the old process is ending
@@ -532,8 +555,11 @@ class SessionStore:
         return records, log
 
     def info(self, sid: str) -> Info:
+        side = self.log_path(sid).with_suffix(".json")
         try:
-            return Info.model_validate_json(self.log_path(sid).with_suffix(".json").read_text())
+            if not stat.S_ISREG(os.lstat(side).st_mode):  # a FIFO would block the listing
+                raise OSError(f"{side} is not a regular file")
+            return Info.model_validate_json(side.read_text())
         except (OSError, ValueError):
             return summarize(sid, fold(self.load(sid)), self._mtime(sid))
 
