@@ -402,6 +402,7 @@ def cmd_sessions(argv: list[str]) -> int:
     if not infos:
         print(f"no saved session for {store.root}")
         return EXIT_OK
+    print(f"sessions of {store.root} (steer --resume ID opens one)")
     print(f"{'ID':22} {'AGE':>5}  {'BRANCH':14} {'TURNS':>5} {'OPEN':>5}  FIRST INSTRUCTION")
     for i in reversed(infos):
         first = " ".join(i.first.split())

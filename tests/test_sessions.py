@@ -477,3 +477,30 @@ async def test_a_fifo_in_place_of_a_summary_does_not_block_the_listing(rig):
     side.unlink()
     os.mkfifo(side)
     assert [(i.id, i.turns, i.first) for i in rig.store.list()] == [(sid, 1, "add type hints")]
+
+
+async def test_an_agent_s_session_replays_its_edits_and_is_not_continued_by_a_model(demo):
+    from app.core.provider import Provider
+    from app.core.session import ContextError
+    from app.core.sessions import AgentRec, End, Meta, TurnRec
+
+    store = SessionStore(demo)
+    log = store.create(Meta(id="agent-1", created=0.0, root=str(demo)))
+    for rec in (TurnRec(kind="ask", instruction="type it", content="type it", fmt="agent",
+                        agent=True, bases=[]),
+                Text(s="I typed add()."),
+                AgentRec(kind="write", path="calc.py",
+                         new=CALC.replace("def add(a, b):", "def add(a: int, b: int) -> int:")),
+                End(state="done", finish_reason="stop", elapsed=1.0)):
+        log.append(rec)
+    log.close()
+    session = Session(Workspace(demo), Provider())
+    resume.resume(session, store, "agent-1")
+    try:
+        [h] = session.pending.hunks
+        assert h.new == ["def add(a: int, b: int) -> int:"] and h.state == HunkState.PENDING
+        assert session.turn.text == "I typed add()." and session.fmt == "agent"
+        with pytest.raises(ContextError, match="made with an agent"):
+            session.start("and sub")  # a model cannot continue an agent's change set
+    finally:
+        await session.aclose()

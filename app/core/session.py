@@ -339,6 +339,10 @@ class Session:
                 fmt, content = "agent", instruction
         else:
             assert self.pending is not None and previous is not None
+            if (self.fmt == "agent") != caps.agent:  # a resumed session, another back-end
+                raise ContextError("this change set was made with an agent (--agent) and the "
+                                   "back-end now is not one, or the other way round: decide its "
+                                   "open hunks first, or resume it with the same back-end")
             if content is None:
                 content = prompts.steer_message(instruction, self.pending.hunks,
                                                 interrupted=previous.state == "interrupted")
