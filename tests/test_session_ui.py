@@ -69,7 +69,7 @@ async def test_reject_with_a_reason_and_the_model_hears_it(demo):
             await ask(pilot, "add type hints")
             await reviewing(pilot)
             first = app.query_one(DiffView).hunk
-            await pilot.press("r")
+            await pilot.press("R")
             await until(pilot, lambda: isinstance(app.screen, RejectReason))
             await pilot.press(*"keep add untyped")
             await pilot.press("enter")
@@ -84,7 +84,7 @@ async def test_reject_with_a_reason_and_the_model_hears_it(demo):
             await until(pilot, lambda: app.session.turn.state == "done")
             await reviewing(pilot)
             h = app.query_one(DiffView).hunk
-            await pilot.press("r")
+            await pilot.press("R")
             await until(pilot, lambda: isinstance(app.screen, RejectReason))
             await pilot.press("escape")
             await pilot.pause(0.1)

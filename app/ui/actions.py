@@ -71,7 +71,7 @@ ACTIONS: tuple[Action, ...] = (
            "Reject hunk", when="hunk_open"),
     Action("accept_file", "Y", "diff", "screen.accept_file", "Accept file", "accept every open hunk "
            "of the file", "Review", "Accept file", when="any_open"),
-    Action("reject_reason", "r", "diff", "screen.reject_with_reason", "Reject…", "reject the hunk "
+    Action("reject_reason", "R", "diff", "screen.reject_with_reason", "Reject…", "reject the hunk "
            "and say why in one line (the model is told, so it does not propose it again)",
            "Review", "Reject hunk with a reason", when="hunk_open", show=False),
     Action("reject_file", "N", "diff", "screen.reject_file", "Reject file", "reject every open hunk "
