@@ -1,4 +1,4 @@
-"""`steer` and its sub-commands: (the TUI), run, serve, undo, bench."""
+"""`steer` and its sub-commands: (the TUI), run, serve, undo, sessions, rewind, web, bench."""
 
 from __future__ import annotations
 
@@ -76,6 +76,8 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer to stderr")
     p.add_argument("--agent-permissions", choices=("reject", "allow"), default="reject",
                    help="how an --agent's permission requests are answered (default: reject once)")
+    p.add_argument("--resume", metavar="ID", help="continue this saved session (steer sessions)")
+    p.add_argument("--no-save", action="store_true", help="do not save this run as a session")
     _provider_flags(p)
     return p
 
@@ -133,9 +135,9 @@ def _report_step(entry, prefix: str = "") -> None:
 
 async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     from app.core.session import ContextError, Session
+    from app.core.sessions import SessionError
     from app.providers.factory import build_provider
-    from app.view.live import LiveStatus, report
-    from app.view.render import unified
+    from app.view.live import LiveStatus
 
     cwd = Path(args.directory).resolve()
     try:
@@ -148,6 +150,7 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     if refused is not None:
         await provider.aclose()
         return refused
+    session = None
     try:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
         session = Session(ws, provider, fmt=settings.format, context=context,
@@ -167,13 +170,41 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
             session.agent.write_policy = "stage"
             session.agent.on_permission = _permission_answerer(session, args.agent_permissions)
         live = LiveStatus(sys.stderr, session, enabled=not args.quiet)
+        if not args.no_save:
+            _open_session(session, args.resume)
+            live.sync.take()  # what a resumed session said before is not this run's output
         session.start(args.instruction)
-    except ContextError as exc:
+    except (ContextError, SessionError) as exc:
         print(f"steer: {exc}", file=sys.stderr)
         await provider.aclose()
         if repo is not None:
             repo.close()
+        if session is not None and session.log is not None:
+            session.log.close()
         return EXIT_USAGE
+    try:
+        return await _run_turn(args, ws, state, session, live, repo)
+    finally:
+        if session.log is not None:
+            session._log_lists()
+            await asyncio.to_thread(session.log.close)
+
+
+def _open_session(session, sid: str | None) -> None:
+    """Save this run (a new session, or the one it continues); say which on stderr."""
+    from app.core.resume import open_saved
+
+    resumed = open_saved(session, resume_it=sid is not None, sid=sid)
+    for msg in resumed.recovered if resumed else []:
+        print(f"steer: {msg}", file=sys.stderr)
+    print(f"steer: session {session.log.id}", file=sys.stderr)
+
+
+async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
+    from app.view.live import report
+    from app.view.render import unified
+
+    provider = session.provider
     ticker = asyncio.create_task(live.follow())
     try:
         await session.wait()
@@ -208,6 +239,8 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
         code = EXIT_EDITS
     if args.json:
         data = report(session, turn, outcome, code)
+        if session.log is not None:
+            data["session"] = session.log.id
         if repo is not None:
             data["staged"] = staged.staged if staged else []
             data["stage_messages"] = staged.messages if staged else []
@@ -340,6 +373,143 @@ def cmd_undo(argv: list[str]) -> int:
     return EXIT_EDITS if entry.notes else EXIT_OK
 
 
+# -- steer sessions / rewind -------------------------------------------------------------------
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{max(seconds, 0):.0f}s"
+
+
+def cmd_sessions(argv: list[str]) -> int:
+    p = _Parser(prog="steer sessions", description="List the saved sessions of this repository, "
+                "or fork one (steer --resume ID opens one).")
+    p.add_argument("action", nargs="?", choices=("list", "fork"), default="list")
+    p.add_argument("id", nargs="?", help="fork: the session to fork")
+    p.add_argument("--at", type=int, metavar="TURN",
+                   help="fork: keep the turns before this one (1-based); default all")
+    p.add_argument("-C", dest="directory", default=".")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    import time
+
+    from app.core.sessions import SessionError, SessionStore
+
+    store = SessionStore(find_root(Path(args.directory).resolve()))
+    try:
+        if args.action == "fork":
+            if args.id is None:
+                p.error("fork needs the id of a session")
+            new = store.fork(store.resolve(args.id), None if args.at is None else args.at - 1)
+            print(new)
+            return EXIT_OK
+        infos = store.list()
+    except SessionError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    now = time.time()
+    if args.json:
+        print(json.dumps([{**i.model_dump(), "age": round(now - i.updated, 1)} for i in infos],
+                         indent=2))
+        return EXIT_OK
+    if not infos:
+        print(f"no saved session for {store.root}")
+        return EXIT_OK
+    print(f"sessions of {store.root} (steer --resume ID opens one)")
+    print(f"{'ID':22} {'AGE':>5}  {'BRANCH':14} {'TURNS':>5} {'OPEN':>5}  FIRST INSTRUCTION")
+    for i in reversed(infos):
+        first = " ".join(i.first.split())
+        first = first if len(first) <= 60 else first[:59] + "…"
+        fork = f"  (fork of {i.forked_from})" if i.forked_from else ""
+        print(f"{i.id:22} {_age(now - i.updated):>5}  {(i.branch or '-')[:14]:14} {i.turns:>5} "
+              f"{i.open:>5}  {first}{fork}")
+    return EXIT_OK
+
+
+def cmd_rewind(argv: list[str]) -> int:
+    p = _Parser(prog="steer rewind", description="Go back to before a turn of a saved session: "
+                "the conversation, the files steer wrote in and after it (from the journal, no "
+                "git needed), or both.",
+                epilog="exit codes: 0 done, 2 usage, 4 a file was refused (you changed the lines "
+                       "steer wrote; nothing was written to it)")
+    p.add_argument("--session", metavar="ID", help="the session (default: the last one)")
+    p.add_argument("--to", type=int, metavar="TURN", help="rewind to before this turn (1-based)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--files", action="store_true", help="only the files")
+    what.add_argument("--conversation", action="store_true", help="only the conversation")
+    p.add_argument("--redo", action="store_true", help="put back the files of the last rewind")
+    p.add_argument("--list", action="store_true", help="show the checkpoints (one per turn)")
+    p.add_argument("-C", dest="directory", default=".")
+    p.add_argument("--allow-read-only", action="store_true")
+    args = p.parse_args(argv)
+    if not (args.list or args.redo or args.to):
+        p.error("give --to TURN, --redo or --list")
+    from app.core import rewind
+    from app.core.journal import UndoRefused
+    from app.core.provider import Provider
+    from app.core.resume import resume, rewind_conversation
+    from app.core.session import Session
+    from app.core.sessions import SessionError, SessionStore
+    from app.core.workspace import Busy, Workspace
+
+    ws = Workspace(find_root(Path(args.directory).resolve()), allow_read_only=args.allow_read_only)
+    session = Session(ws, Provider())  # no model is asked: a rewind only reads the log
+    try:
+        resume(session, SessionStore(ws.root), args.session)
+    except (SessionError, Busy, OSError) as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _rewind(args, session, rewind, rewind_conversation, UndoRefused, SessionError)
+    finally:
+        session.log.close()
+
+
+def _rewind(args, session, rewind, rewind_conversation, UndoRefused, SessionError) -> int:
+    if args.list:
+        for n, instruction, files in rewind.checkpoints(session):
+            print(f"{n + 1:>3}  {' '.join(instruction.split())[:60]:60}  "
+                  f"{', '.join(files) or '(no file written since)'}")
+        return EXIT_OK
+    try:
+        if args.redo:
+            done = rewind.redo_files(session)
+        else:
+            turn = args.to - 1
+            if not 0 <= turn < len(session.turns):
+                print(f"steer: no turn {args.to} (the session has {len(session.turns)})",
+                      file=sys.stderr)
+                return EXIT_USAGE
+            done = None
+            if not args.conversation:
+                done = rewind.rewind_files(session, turn)
+            if not args.files:
+                left = rewind_conversation(session, turn)
+                print(f"steer: the conversation is back to before turn {args.to} ({left} turn(s) "
+                      "left)", file=sys.stderr)
+    except (UndoRefused, SessionError) as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_EDITS
+    if done is None:
+        return EXIT_OK
+    if done.written:
+        print(f"steer: rewound {', '.join(done.written)}", file=sys.stderr)
+    elif not done.refused:
+        print("steer: no file to rewind: steer wrote nothing in or after that turn",
+              file=sys.stderr)
+    for path, why in done.refused.items():
+        print(f"steer: refused {path}: {why}", file=sys.stderr)
+    for note in done.notes:
+        print(f"steer: {note}", file=sys.stderr)
+    return EXIT_OK if done.ok else EXIT_EDITS
+
+
+def cmd_web(argv: list[str]) -> int:
+    from app.web import main as web_main
+
+    return web_main(argv)
+
+
 # -- steer serve / bench -----------------------------------------------------------------------
 def cmd_serve(argv: list[str]) -> int:
     from app.server.chat_server import main as serve_main
@@ -356,9 +526,14 @@ def cmd_bench(argv: list[str]) -> int:
 # -- steer [PATH]: the app ----------------------------------------------------------------------
 def cmd_tui(argv: list[str]) -> int:
     p = _Parser(prog="steer", description="Pair-program with a language model, live.",
-                epilog="sub-commands: run, serve, undo, bench (steer run --help)")
+                epilog="sub-commands: run, serve, undo, sessions, rewind, web, bench "
+                       "(steer run --help)")
     p.add_argument("path", nargs="?", default=".", help="the workspace (default: here)")
     p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH")
+    p.add_argument("--resume", nargs="?", const="", metavar="ID",
+                   help="resume the last saved session, or this one (steer sessions lists them)")
+    p.add_argument("--session", metavar="ID", help=argparse.SUPPRESS)  # steer web: resume or new
+    p.add_argument("--no-save", action="store_true", help="do not save this session")
     _provider_flags(p)
     args = p.parse_args(argv)
     start = Path(args.path).resolve()
@@ -374,14 +549,23 @@ def cmd_tui(argv: list[str]) -> int:
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    from app.core.sessions import SessionError
     from app.ui.app import SteerApp
 
     context = [os.path.relpath((Path.cwd() / f).resolve(), root) for f in args.files]
-    SteerApp(root, provider, settings, context=context).run()
+    saving = None if args.no_save else {"resume_it": args.resume is not None,
+                                        "sid": args.resume or args.session}
+    try:
+        app = SteerApp(root, provider, settings, context=context, saving=saving)
+    except SessionError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    app.run()
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "undo": cmd_undo, "serve": cmd_serve, "bench": cmd_bench}
+COMMANDS = {"run": cmd_run, "undo": cmd_undo, "serve": cmd_serve, "bench": cmd_bench,
+            "sessions": cmd_sessions, "rewind": cmd_rewind, "web": cmd_web}
 
 
 def main(argv: list[str] | None = None) -> int:

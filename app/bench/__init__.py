@@ -35,8 +35,17 @@ def main(argv: list[str]) -> int:
     s.add_argument("--trials", type=int, default=40)
     s.add_argument("--files", type=int, default=50_000)
     s.add_argument("--changed", type=int, default=10_000, help="files a checkout rewrites")
+    n = sub.add_parser("sessions", help="saving sessions: resume time and RSS (200 turns, 2,000 "
+                       "hunks), write amplification at 5,000 tok/s, token->screen saving on/off")
+    n.add_argument("--turns", type=int, default=200)
+    n.add_argument("--hunks", type=int, default=2_000)
+    n.add_argument("--rate", type=float, default=5_000)
+    n.add_argument("--pairs", type=int, default=2, help="app runs with saving off, then on")
     args = p.parse_args(argv)
-    if args.which == "engine":
+    if args.which == "sessions":
+        from app.bench.sessions import run
+        result = run(turns=args.turns, hunks=args.hunks, rate=args.rate, pairs=args.pairs)
+    elif args.which == "engine":
         from app.bench.engine import run
         result = run(tokens=args.tokens, repeat=args.repeat)
     elif args.which == "sync":

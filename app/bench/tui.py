@@ -135,13 +135,14 @@ def _breakdown(lat: list[tuple[float, float, float]], ticks: list, collections: 
     return out
 
 
-async def _one_rate(root: Path, answer_file: Path, rate: float) -> dict:
+async def _one_rate(root: Path, answer_file: Path, rate: float, saving: dict | None = None) -> dict:
     from app.providers.openai_chat import OpenAIChat
     from app.ui.app import SteerApp
 
     proc, url = _server(answer_file, rate)
     try:
-        app = SteerApp(root, OpenAIChat(url, "replay"), context=["big.py"], watch_files=False, blink=False)
+        app = SteerApp(root, OpenAIChat(url, "replay"), context=["big.py"], watch_files=False,
+                       blink=False, saving=saving)
         async with app.run_test(headless=True, size=(160, 48)) as pilot:
             await pilot.pause(0.2)
             displays, frames, ticks, collections = _instrument(app)

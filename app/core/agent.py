@@ -141,7 +141,7 @@ class AgentHost:
                 if not fd.base.exists and not lines:
                     raise AgentRefused(f"{rel}: no such file")
             else:
-                snap = self.session.ws.snapshot(rel)
+                snap = pending.resolver.snapshot(rel)  # a saved session logs this base
                 if not snap.exists:
                     raise AgentRefused(f"{rel}: no such file")
                 # a later write of this file is diffed against what the agent read

@@ -61,6 +61,7 @@ class Hunk:
     # a conflict found by a live rebase: the lines both sides started from (`old` holds what
     # is on disk now, "mine"; `new` the proposal, "theirs"); None for other hunks
     ancestor: list[str] | None = None
+    reason: str = ""  # why the user rejected it (one line, optional): the model is told
 
     @property
     def change(self) -> Change:
@@ -398,6 +399,9 @@ class PendingDiff:
         # tell when it has (app.core.sync.Sync)
         self.due: set[str] = set()
         self.on_due: Callable[[str], None] | None = None
+        # told of each live rebase (path, the disk snapshot or None when gone, why): the
+        # session's log records it so that a resume replays it (app/core/sessions.py)
+        self.on_rebase: Callable[[str, Snapshot | None, str], None] | None = None
 
     def begin_turn(self) -> None:
         """A new answer (redirect or follow-up) starts streaming into this diff."""

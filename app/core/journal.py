@@ -363,6 +363,12 @@ class Journal:
                 writes.append(self._revert_write(fc, now))
             return self.perform(ws, "undo", f"undo: {entry.label}", writes, target=entry.id)
 
+    def take_out(self, fc: FileChange, now: Content) -> Content:
+        """What to write over `now` so that the change `fc` recorded is taken out of it,
+        3-way (UndoRefused when the user changed those lines since): a rewind's building
+        block (app/core/rewind.py)."""
+        return self._revert(fc, now, self.content(fc, "before"), self.content(fc, "after"))
+
     def _revert_write(self, fc: FileChange, now: Content) -> Write:
         before, after = self.content(fc, "before"), self.content(fc, "after")
         w = Write(fc.path, now, self._revert(fc, now, before, after))

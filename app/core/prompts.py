@@ -73,13 +73,46 @@ def render_file(snap: Snapshot, outline: list[str] | None = None) -> str:
         f"{snap.path}\n(empty file)" if snap.exists else f"{snap.path}\n(does not exist yet)")
 
 
+REJECTIONS_KEPT = 20  # earlier rejections a new change set is reminded of
+
+
 def first_message(instruction: str, files: Sequence[Snapshot],
-                  outlines: dict[str, list[str]] | None = None) -> str:
-    if not files:
-        return instruction
+                  outlines: dict[str, list[str]] | None = None, *, rejected: Sequence[str] = (),
+                  interrupted: bool = False) -> str:
+    """The first request of a change set: the files, what the user rejected earlier in this
+    session (and why), and the instruction. `interrupted`: the conversation goes on after
+    an answer the user cut short."""
     outlines = outlines or {}
-    shown = "\n\n".join(render_file(s, outlines.get(s.path)) for s in files)
-    return f"{shown}\n\n{instruction}"
+    parts = [render_file(s, outlines.get(s.path)) for s in files]
+    if rejected:
+        parts.append("Earlier in this session I rejected these proposals; do not propose them "
+                     "again:\n" + "\n".join(rejected))
+    if interrupted:
+        parts.append("I interrupted your previous answer; it stays above as far as it got.")
+    parts.append(instruction)
+    return "\n\n".join(parts)
+
+
+def _where(h: Hunk) -> str:
+    return f"{h.path} line {h.base_start + 1}" + (
+        f"-{h.base_end}" if h.base_end > h.base_start + 1 else "")
+
+
+def _gist(lines: Sequence[str], limit: int = 80) -> str:
+    text = " ⏎ ".join(t.strip() for t in lines if t.strip())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rejected_lines(hunks: Iterable[Hunk]) -> list[str]:
+    """One line per rejected hunk: where, what it proposed, and the user's reason."""
+    out = []
+    for h in hunks:
+        if h.state != HunkState.REJECTED:
+            continue
+        what = f"`{_gist(h.new)}`" if h.new else f"deleting `{_gist(h.old)}`"
+        why = f" (reason: {h.reason})" if h.reason else ""
+        out.append(f"- {_where(h)}: {what}{why}")
+    return out
 
 
 def prefill(fmt: str, files: Sequence[Snapshot]) -> str:
@@ -91,17 +124,18 @@ def prefill(fmt: str, files: Sequence[Snapshot]) -> str:
 
 
 def decisions(hunks: Iterable[Hunk]) -> str:
-    by_state: dict[str, list[str]] = {}
-    for h in hunks:
-        where = f"{h.path} line {h.base_start + 1}" + (
-            f"-{h.base_end}" if h.base_end > h.base_start + 1 else "")
-        label = {HunkState.ACCEPTED: "accepted (already applied to the file)",
-                 HunkState.REJECTED: "rejected (do not propose again)"}.get(h.state)
-        if label:
-            by_state.setdefault(label, []).append(where)
-    if not by_state:
-        return ""
-    return "\n".join(f"- {label}: {', '.join(w)}" for label, w in by_state.items())
+    """What the user decided on this change set: accepted hunks by place; rejected ones
+    with what they proposed and the user's reason, so the model does not propose them again."""
+    hunks = list(hunks)
+    accepted = [_where(h) for h in hunks if h.state == HunkState.ACCEPTED]
+    parts = []
+    if accepted:
+        parts.append(f"- accepted (already applied to the file): {', '.join(accepted)}")
+    rejected = rejected_lines(hunks)
+    if rejected:
+        parts.append("- rejected (do not propose again):\n" + "\n".join(
+            "  " + line for line in rejected))
+    return "\n".join(parts)
 
 
 def steer_message(instruction: str, hunks: Iterable[Hunk], *, interrupted: bool) -> str:

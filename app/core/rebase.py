@@ -99,6 +99,8 @@ def read_disk(ws: Workspace, expect: Expectation) -> DiskRead:
 
 def apply(fd: FileDiff, read: DiskRead) -> Rebased:
     """Move `fd` onto the disk as `read` saw it. Where the pending diff lives (event loop)."""
+    if fd.owner.on_rebase is not None:  # the session log keeps what the file was moved onto
+        fd.owner.on_rebase(fd.path, read.snapshot, read.reason)
     if read.snapshot is None:
         return mark_gone(fd, read.reason)
     expect = expectation(fd)

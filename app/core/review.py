@@ -24,6 +24,7 @@ from app.core import rebase as live
 from app.core.diff import OPEN, FileDiff, Hunk, HunkState, PendingDiff
 from app.core.journal import Entry, Journal, StepFailed, UndoRefused, Write, reason
 from app.core.linediff import Change, line_diff, rebase
+from app.core.sessions import Accept, Reject, Undo
 from app.core.textfile import NotText, TextFormat, decode, encode
 from app.core.workspace import ABSENT, Busy, Content, PathRefused, Workspace
 
@@ -168,6 +169,8 @@ class Review:
         self._lock = lock or asyncio.Lock()
         # called after hunks were decided (an agent's write waits for that: Session)
         self.on_decided: Callable[[], None] | None = None
+        # each decision as a record of the session's log (app/core/sessions.py)
+        self.on_record: Callable[[Accept | Reject | Undo], None] | None = None
 
     # -- choosing --------------------------------------------------------------------------
     # plan_* prepare an accept (see `plan`); accept_* also carry it out, in one go.
@@ -208,32 +211,42 @@ class Review:
     def accept_all(self) -> Outcome:
         return self._run(self.plan_all)
 
-    def reject(self, ids: Iterable[int]) -> Outcome:
+    def reject(self, ids: Iterable[int], reason: str = "") -> Outcome:
+        """Reject hunks; `reason` (one line, optional) tells the model why, in the next
+        request and in later change sets (app/core/prompts.py)."""
+        out = self._reject(ids, reason)
+        self._record(Reject(ids=out.rejected, reason=out_reason(reason)) if out.rejected else None)
+        return out
+
+    def _reject(self, ids: Iterable[int], reason: str = "") -> Outcome:
         out = Outcome()
+        why = out_reason(reason)
         for i in ids:
             h = self.pending.hunk(i)
             if h.state in OPEN:
                 h.state = HunkState.REJECTED
                 h.note = ""
+                h.reason = why
                 self.pending.files[h.path].touch(h)
                 out.rejected.append(i)
         if out.rejected and self.on_decided is not None:
             self.on_decided()
         return out
 
-    def reject_file(self, path: str) -> Outcome:
-        return self.reject(h.id for h in self.pending.files[path].hunks)
+    def reject_file(self, path: str, reason: str = "") -> Outcome:
+        return self.reject((h.id for h in self.pending.files[path].hunks), reason)
 
-    def reject_all(self) -> Outcome:
-        return self.reject(h.id for h in self.pending.hunks)
+    def reject_all(self, reason: str = "") -> Outcome:
+        return self.reject((h.id for h in self.pending.hunks), reason)
 
     # -- resolving a conflict --------------------------------------------------------------
     def take_mine(self, hunk_id: int) -> Outcome:
         """Keep what is on disk: the proposal for this region is dropped (rejected)."""
-        out = self.reject([hunk_id])
+        out = self._reject([hunk_id])
         h = self.pending.hunk(hunk_id)
         if out.rejected and h.ancestor is not None:
             h.note = "kept your version"
+        self._record(Reject(ids=out.rejected, mine=True) if out.rejected else None)
         return out
 
     def plan_theirs(self, hunk_id: int) -> AcceptPlan:
@@ -366,6 +379,7 @@ class Review:
         if plan.entry_id is None:
             if plan.merges:
                 self._conflict(out, [h for h, _ in plan.decided], "not written", quiet=True)
+            self._record_accept(None, out)
             return out
         for w in plan.writes:
             if w.written and not w.before.same(w.after):
@@ -391,9 +405,57 @@ class Review:
                     out.accepted.append(h.id)
         if tx.hunks:
             self._undo.append(tx)
+        self._record_accept(plan.entry_id, out)
         if self.on_decided is not None:
             self.on_decided()
         return out
+
+    # -- the session's log (app/core/sessions.py) -------------------------------------------
+    def _record(self, rec) -> None:
+        if rec is not None and self.on_record is not None:
+            self.on_record(rec)
+
+    def _record_accept(self, entry_id: str | None, out: Outcome) -> None:
+        if self.on_record is None or not (out.accepted or out.conflicts):
+            return
+        by_id = {h.id: h for h in self.pending.hunks}
+        done = [(i, list(by_id[i].applied or []), by_id[i].note) for i in out.accepted if i in by_id]
+        clash = list({i: (i, by_id[i].note) for i in out.conflicts if i in by_id}.values())
+        self._record(Accept(entry=entry_id, hunks=done, conflicts=clash))
+
+    def replay(self, rec: Accept | Reject | Undo) -> None:
+        """Apply a decision read back from the session's log, as it was made (no disk I/O:
+        what the accept wrote is on disk or in the journal)."""
+        by_id = {h.id: h for h in self.pending.hunks}
+        if type(rec) is Reject:
+            ids = [i for i in rec.ids if i in by_id]
+            if rec.mine:
+                for i in ids:
+                    self.take_mine(i)
+            else:
+                self._reject(ids, rec.reason)
+            return
+        if type(rec) is Undo:
+            if self._undo:
+                self._reopen(None if rec.written is None else set(rec.written))
+            return
+        for i, note in rec.conflicts:
+            h = by_id.get(i)
+            if h is not None and h.state in OPEN:
+                h.state, h.note = HunkState.CONFLICT, note
+                self.pending.files[h.path].touch(h)
+        tx = _Tx(rec.entry or "", [])
+        for i, applied, note in rec.hunks:
+            h = by_id.get(i)
+            if h is None or h.state not in OPEN:
+                continue
+            tx.hunks.append((h, h.state, h.applied, h.note))
+            h.state, h.applied, h.note = HunkState.ACCEPTED, list(applied), note
+            self.pending.files[h.path].touch(h)
+        if tx.hunks and rec.entry:
+            self._undo.append(tx)
+        if self.on_decided is not None:
+            self.on_decided()
 
     def expected(self, fd: FileDiff):
         """What steer believes is on disk for `fd` (base + accepted hunks), and a function
@@ -474,8 +536,13 @@ class Review:
     def undo_commit(self, done: Entry | None = None) -> str:
         """After the journal reverted the files (`done`: the undo's entry), their hunks are
         open again. Hunks of a file the undo could not revert stay accepted."""
+        written = None if done is None else list(done.written)
+        label = self._reopen(None if written is None else set(written))
+        self._record(Undo(written=written))
+        return label
+
+    def _reopen(self, reverted: set[str] | None) -> str:
         tx = self._undo[-1]
-        reverted = None if done is None else set(done.written)
         back, kept = [], []
         for item in tx.hunks:
             h = item[0]
@@ -490,6 +557,12 @@ class Review:
         else:
             self._undo.pop()
         return _label("", [(h, []) for h, *_ in back])
+
+
+def out_reason(reason: str) -> str:
+    """A rejection's reason as kept: one line, not too long."""
+    line = " ".join(reason.split())
+    return line[:200]
 
 
 def _grouped(items: list[tuple[Hunk, str]]) -> list[tuple[str, list[Hunk]]]:

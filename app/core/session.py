@@ -24,6 +24,8 @@ from app.core.events import (
     Connected,
     Done,
     Error,
+    FileEdit,
+    FileWrite,
     PlanItem,
     ReasoningDelta,
     TextDelta,
@@ -35,6 +37,20 @@ from app.core.formats.base import StreamParser
 from app.core.journal import Entry, Journal
 from app.core.provider import Provider, Request
 from app.core.review import Review
+from app.core.sessions import (
+    Accept,
+    AgentRec,
+    Context,
+    End,
+    Files,
+    Info,
+    Queue,
+    Rebase,
+    RecordingResolver,
+    SessionLog,
+    Snap,
+    TurnRec,
+)
 from app.core.snapshot import Snapshot
 from app.core.textfile import NotText
 from app.core.workspace import Workspace
@@ -72,6 +88,7 @@ class Turn:
     tools: dict[str, ToolCall] = field(default_factory=dict)  # an agent's tool calls, by id
     # a natively steered redirect: characters of the previous answer kept where it landed
     steered_at: int | None = None
+    prose_from: int = 0  # the change set's explanation lines before this answer's
 
     @property
     def text(self) -> str:
@@ -109,12 +126,41 @@ class Turn:
         return self.state == "done" and self.error is None and self.finish_reason == "stop"
 
 
+def end_record(turn: Turn) -> End:
+    """A turn's end as the session log keeps it: how it ended and its figures (durations,
+    since the clock of one process means nothing to the next)."""
+    u = turn.usage
+    return End(state=turn.state, finish_reason=turn.finish_reason,
+               error=(turn.error.kind, turn.error.message) if turn.error else None,
+               usage=(u.prompt, u.completion) if u else None, deltas=turn.deltas,
+               server_tps=turn.server_tokens_per_s, ttft=turn.ttft, connect=turn.connect_time,
+               elapsed=turn.elapsed, plan=[(p.content, p.status, p.priority) for p in turn.plan],
+               tools=[(c.id, c.title, c.kind, c.status) for c in turn.tools.values()])
+
+
+def restore_end(turn: Turn, rec: End) -> None:
+    """The figures of a replayed turn, on this process's clock."""
+    now = time.perf_counter()
+    turn.started = now - rec.elapsed
+    turn.ended = now
+    turn.first_token = None if rec.ttft is None else turn.started + rec.ttft
+    turn.connected = None if rec.connect is None else turn.started + rec.connect
+    turn.deltas = rec.deltas
+    turn.usage = Usage(*rec.usage) if rec.usage else None
+    turn.server_tokens_per_s = rec.server_tps
+    turn.finish_reason = rec.finish_reason
+    turn.error = Error(rec.error[0], rec.error[1]) if rec.error else None  # type: ignore[arg-type]
+    turn.plan = [PlanItem(*p) for p in rec.plan]
+    turn.tools = {c[0]: ToolCall(*c) for c in rec.tools}
+
+
 class Session:
     def __init__(self, ws: Workspace, provider: Provider, *, fmt: str = "auto",
                  context: list[str] | None = None, max_tokens: int | None = None,
                  temperature: float | None = None) -> None:
         self.ws = ws
         self.provider = provider
+        self.log: SessionLog | None = None  # where it is saved (app/core/sessions.py), if it is
         self.fmt_choice = fmt
         self.fmt = fmt
         self.context: list[str] = []
@@ -141,6 +187,15 @@ class Session:
         self.journal = Journal.for_workspace(ws)
         # one write at a time (accept, undo), shared with the live rebase (app/core/sync.py)
         self.write_lock = asyncio.Lock()
+        # what checkpoints need: each accept's journal step with the turn it belongs to
+        self.accepts: list[tuple[int, str]] = []
+        self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
+        self.rejections: list[str] = []  # earlier change sets' rejected proposals, and why
+        self._resolver = ws  # what the pending diff reads bases through
+        self._logged_lists: tuple[list[str], list[str]] = ([], [])
+        self.branch: str | None = None
+        self.created = time.time()
+        self.forked_from: str | None = None
 
     # -- context ---------------------------------------------------------------------------
     def add_context(self, raw: str, *, outline: bool = False) -> str:
@@ -151,17 +206,19 @@ class Session:
             raise ContextError(str(exc)) from None
         if not self.ws.abspath(rel).is_file():
             raise ContextError(f"{rel}: no such file")
-        if rel not in self.context:
-            self.context.append(rel)
         if outline:
             self.outlined.add(rel)
         else:
             self.outlined.discard(rel)
+        if rel not in self.context:
+            self.context.append(rel)
+            self._log_lists()
         return rel
 
     def remove_context(self, rel: str) -> None:
         if rel in self.context:
             self.context.remove(rel)
+            self._log_lists()
         self.outlined.discard(rel)
 
     def file_tokens(self, rel: str, *, outline: bool | None = None) -> int:
@@ -326,6 +383,7 @@ class Session:
 
     def enqueue(self, message: str) -> None:
         self.queue.append(message)
+        self._log_lists()
 
     def _cancel(self) -> bool:
         task = self._task
@@ -345,42 +403,86 @@ class Session:
                turn: Turn | None = None, content: str | None = None, events=None) -> Turn:
         previous = self.turn
         caps = self.provider.capabilities
+        snapshots: list[Snapshot] | None = None
         if kind == "ask":
-            self._snapshots = self._snapshot_context()
-            self.pending = PendingDiff(self.ws, self._snapshots)
-            self.review = Review(self.ws, self.pending, self.journal, lock=self.write_lock)
-            self.review.on_decided = self.agent.settle
-            self.history = []
-            self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
-                caps, self.provider.model, [len(s.lines) for s in self._snapshots])
-            outlines = {s.path: budgets.outline(s) for s in self._snapshots if s.path in self.outlined}
-            content = prompts.first_message(instruction, self._snapshots, outlines)
+            snapshots = self._snapshot_context()
+            fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
+                caps, self.provider.model, [len(s.lines) for s in snapshots])
+            cut = self._continues()
+            outlines = {s.path: budgets.outline(s) for s in snapshots if s.path in self.outlined}
+            content = prompts.first_message(
+                instruction, snapshots, outlines, rejected=self._rejected_so_far(),
+                interrupted=cut and previous is not None and previous.state == "interrupted")
             if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
-                self.fmt, content = "agent", instruction
+                fmt, content = "agent", instruction
         else:
             assert self.pending is not None and previous is not None
+            if (self.fmt == "agent") != caps.agent:  # a resumed session, another back-end
+                raise ContextError("this change set was made with an agent (--agent) and the "
+                                   "back-end now is not one, or the other way round: decide its "
+                                   "open hunks first, or resume it with the same back-end")
             if content is None:
                 content = prompts.steer_message(instruction, self.pending.hunks,
                                                 interrupted=previous.state == "interrupted")
-            self.pending.begin_turn()
-        assert self.pending is not None
-        messages = [{"role": "user", "content": content}] if caps.agent else [
-            {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
-            {"role": "user", "content": content}]
-        prefill = prompts.prefill(self.fmt, self._snapshots) if caps.prefill else ""
+            fmt = self.fmt
         turn = turn or Turn(instruction, kind)
-        turn.pending, turn.pturn = self.pending, self.pending.turn
-        self.turns.append(turn)
-        known = frozenset(s.path for s in self._snapshots)
-        self._parser = ProseOnly() if caps.agent else make_parser(self.fmt, known)
-        self._messages = messages
-        req = Request(messages, model=self.provider.model, max_tokens=self.max_tokens,
+        prefill = prompts.prefill(fmt, snapshots if snapshots is not None else self._snapshots) \
+            if caps.prefill else ""
+        rec = TurnRec(kind=kind, instruction=instruction, content=content, fmt=fmt,
+                      agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
+                      bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
+                      time=time.time())
+        self._open_turn(rec, turn, snapshots)
+        req = Request(self._messages, model=self.provider.model, max_tokens=self.max_tokens,
                       temperature=self.temperature, prefill=prefill, context=list(self.context))
-        if prefill:
-            self._feed(turn, prefill)
         self._task = asyncio.get_running_loop().create_task(
             self._run(turn, req, self._parser, events))
         return turn
+
+    def _open_turn(self, rec: TurnRec, turn: Turn, snapshots: list[Snapshot] | None) -> None:
+        """What a request opens: a change set for an ask, the conversation so far, the
+        parser. Shared by a live turn and one replayed from the session's log."""
+        if snapshots is not None:
+            self.rejections = self._rejected_so_far()
+            if not self._continues():
+                self.history = []
+            self._snapshots = snapshots
+            self.pending = PendingDiff(self._resolver, snapshots)
+            self.pending.on_rebase = self._rebased
+            self.review = Review(self.ws, self.pending, self.journal, lock=self.write_lock)
+            self.review.on_decided = self.agent.settle
+            self.review.on_record = self._decided
+            self.fmt = rec.fmt
+        else:
+            assert self.pending is not None
+            self.pending.begin_turn()
+        assert self.pending is not None
+        messages = [{"role": "user", "content": rec.content}] if rec.agent else [
+            {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
+            {"role": "user", "content": rec.content}]
+        turn.prose_from = len(self.pending.prose)
+        turn.pending, turn.pturn = self.pending, self.pending.turn
+        self.turns.append(turn)
+        known = frozenset(s.path for s in self._snapshots)
+        self._parser = ProseOnly() if rec.agent else make_parser(self.fmt, known)
+        self._messages = messages
+        self._record(rec)
+        self._log_lists()
+        if rec.prefill:
+            self._feed(turn, rec.prefill)
+
+    def _continues(self) -> bool:
+        """A new change set keeps the conversation when the last answer was cut short: what
+        it said stays what it is, an interrupted answer, never silently dropped."""
+        previous = self.turn
+        return previous is not None and previous.state in ("interrupted", "error")
+
+    def _rejected_so_far(self) -> list[str]:
+        """The rejections a new change set must not forget: earlier ones, then the ones of
+        the change set it replaces (with the user's reasons)."""
+        pending = self.pending
+        fresh = prompts.rejected_lines(pending.hunks) if pending is not None else []
+        return (self.rejections + fresh)[-prompts.REJECTIONS_KEPT:]
 
     def _feed(self, turn: Turn, text: str) -> None:
         turn.chunks.append(text)
@@ -390,6 +492,7 @@ class Session:
     async def _run(self, turn: Turn, req: Request, parser, events=None) -> None:
         pending = self.pending
         assert pending is not None
+        log = self.log
         try:
             async for ev in events if events is not None else self.provider.stream(req):
                 t = type(ev)
@@ -401,12 +504,16 @@ class Session:
                     turn.chunks.append(ev.text)
                     turn.size += len(ev.text)
                     pending.feed(parser.feed(ev.text))
+                    if log is not None:  # after the feed: a base it read is logged first
+                        log.text(ev.text)
                     self.wake()
                 elif t is ReasoningDelta:
                     if turn.first_token is None:
                         turn.first_token = time.perf_counter()
                         turn.state = "streaming"
                     turn.reasoning.append(ev.text)
+                    if log is not None:
+                        log.reasoning(ev.text)
                 elif t is Connected:
                     turn.connected = time.perf_counter()
                 elif t is Usage:
@@ -417,6 +524,10 @@ class Session:
                     turn.finish_reason = ev.finish_reason
                     turn.server_tokens_per_s = ev.server_tokens_per_s
                 elif t in AGENT_EVENTS:
+                    if t is FileEdit or t is FileWrite:
+                        self._record(AgentRec(kind="edit", path=ev.path, old=ev.old, new=ev.new)
+                                     if t is FileEdit else
+                                     AgentRec(kind="write", path=ev.path, new=ev.content))
                     self.agent.handle(turn, ev)
         except asyncio.CancelledError:
             if turn.live:
@@ -446,6 +557,80 @@ class Session:
         self.agent.end_turn()
         # the conversation continues from whatever the model managed to say
         self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
+        if self.log is not None:
+            self._record(end_record(turn))
+            self._log_lists()
+
+    # -- saving (app/core/sessions.py) -------------------------------------------------------
+    def _record(self, rec) -> None:
+        if self.log is not None:
+            self.log.append(rec)
+            if type(rec) in (TurnRec, End, Accept) or rec.t in ("reject", "undo"):
+                self.log.summary(self.info())
+
+    def _log_lists(self) -> None:
+        """The queue and the context, when they changed since they were last logged (the UI
+        edits the queue in place; this runs at every turn boundary and decision too)."""
+        if self.log is None:
+            return
+        queue, context = self._logged_lists
+        if self.queue != queue:
+            self._record(Queue(items=list(self.queue)))
+        if self.context != context:
+            self._record(Context(items=list(self.context)))
+        self._logged_lists = (list(self.queue), list(self.context))
+
+    def _decided(self, rec) -> None:
+        """A decision of the review, for the log; an accept is a checkpoint of this turn."""
+        if type(rec) is Accept:
+            rec.turn = max(len(self.turns) - 1, 0)
+            if rec.entry is not None and rec.hunks:
+                self.accepts.append((rec.turn, rec.entry))
+        self._record(rec)
+        self._log_lists()
+
+    def _rebased(self, path: str, snap: Snapshot | None, reason: str) -> None:
+        if self.log is not None:
+            self._record(Rebase(path=path, snap=None if snap is None else Snap.of(snap),
+                                reason=reason))
+
+    def info(self) -> Info:
+        """What `steer sessions` shows of this session."""
+        assert self.log is not None
+        pending = self.pending
+        open_ = sum(1 for h in pending.hunks if h.state in OPEN) if pending is not None else 0
+        first = self.turns[0].instruction if self.turns else ""
+        return Info(id=self.log.id, root=str(self.ws.root), branch=self.branch,
+                    created=self.created, updated=time.time(), first=first,
+                    turns=len(self.turns), open=open_, forked_from=self.forked_from)
+
+    def attach(self, log: SessionLog, *, branch: str | None = None, created: float | None = None,
+               forked_from: str | None = None) -> None:
+        """Save this session from now on into `log`: what follows is appended to it."""
+        self.log = log
+        self.branch = branch
+        self.created = created or time.time()
+        self.forked_from = forked_from
+        self._resolver = self._recording_resolver()
+        if self.pending is not None:
+            self.pending.resolver = self._resolver
+        self._log_lists()
+        log.summary(self.info())
+
+    def _recording_resolver(self) -> RecordingResolver:
+        return RecordingResolver(self.ws, self._record)
+
+    def reset(self) -> None:
+        """Forget the conversation and the change set (a rewind replays what stands)."""
+        if self.streaming:
+            raise RuntimeError("an answer is streaming")
+        self.turns, self.history, self.queue = [], [], []
+        self.context = []
+        self.pending = self.review = None
+        self._snapshots = []
+        self.accepts, self.rejections, self.file_steps = [], [], []
+        self._logged_lists = ([], [])
+        self.agent = AgentHost(self)
 
     # -- the journal ------------------------------------------------------------------------
     async def recover(self) -> list[Entry]:
@@ -471,3 +656,6 @@ class Session:
         self._cancel()
         await self.wait()
         await self.provider.aclose()
+        if self.log is not None:
+            self._log_lists()
+            await asyncio.to_thread(self.log.close)

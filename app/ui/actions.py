@@ -83,6 +83,9 @@ ACTIONS: tuple[Action, ...] = (
            "Reject hunk", when="hunk_open"),
     Action("accept_file", "Y", "diff", "screen.accept_file", "Accept file", "accept every open hunk "
            "of the file", "Review", "Accept file", when="any_open"),
+    Action("reject_reason", "R", "diff", "screen.reject_with_reason", "Reject…", "reject the hunk "
+           "and say why in one line (the model is told, so it does not propose it again)",
+           "Review", "Reject hunk with a reason", when="hunk_open", show=False),
     Action("reject_file", "N", "diff", "screen.reject_file", "Reject file", "reject every open hunk "
            "of the file", "Review", "Reject file", when="any_open", show=False),
     Action("accept_all", "A", "diff", "screen.accept_all", "Accept all", "accept every open hunk of "
@@ -147,6 +150,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("focus_conversation", "ctrl+o", "screen", "screen.focus_conversation", "Conversation",
            "go to the conversation (j/k move between edit cards, Enter shows one in the diff)",
            "App", "Focus conversation", show=False),
+    Action("rewind", "ctrl+b", "screen", "screen.rewind", "Rewind", "rewind to before a turn "
+           "(every turn is a checkpoint): the conversation, the files steer wrote, or both; redo",
+           "App", "Rewind to before a turn", when="idle", show=False),
     Action("theme", "t", "screen", "app.next_theme", "Theme", "next theme (remembered)", "App",
            show=False),
     Action("help", "f1,question_mark", "screen", "app.help", "Help", "this help", "App", "Keys"),

@@ -12,6 +12,7 @@ from textual.screen import Screen
 from app.config import Settings
 from app.core.diff import OPEN
 from app.core.provider import Provider
+from app.core.resume import open_saved
 from app.core.session import Session
 from app.core.workspace import Workspace
 from app.ui import actions
@@ -26,13 +27,16 @@ class SteerApp(App):
     BINDINGS = []  # every binding comes from the action table (app/ui/actions.py)
 
     def __init__(self, root: Path, provider: Provider, settings: Settings | None = None, *,
-                 context: Iterable[str] = (), watch_files: bool = True, blink: bool = True) -> None:
+                 context: Iterable[str] = (), watch_files: bool = True, blink: bool = True,
+                 saving: dict | None = None) -> None:
         super().__init__()
         self.settings = settings or Settings()
         self.ws = Workspace(root)
         self.session = Session(self.ws, provider, fmt=self.settings.format,
                                max_tokens=self.settings.max_tokens,
                                temperature=self.settings.temperature)
+        # saved (app/core/sessions.py): `saving` is open_saved's choice (resume or new)
+        self.resumed = None if saving is None else open_saved(self.session, **saving)
         self.main = MainScreen(self.session, context=context, watch_files=watch_files, blink=blink)
         themes, self._theme_problems = load_themes()
         self.theme_names = [t.name for t in themes]
@@ -52,6 +56,11 @@ class SteerApp(App):
             self.set_keymap(self.settings.keys)
         for problem in self._theme_problems:
             self.notify(problem, severity="warning")
+        if self.resumed is not None:
+            r = self.resumed
+            moved = f"; rebased onto your edits: {', '.join(r.moved)}" if r.moved else ""
+            cut = "; the last answer was cut short: it is kept as interrupted" if r.cut else ""
+            self.notify(f"resumed session {r.id} ({r.turns} turns){moved}{cut}", timeout=6)
 
     async def on_unmount(self) -> None:
         await self.session.aclose()

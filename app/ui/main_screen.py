@@ -46,6 +46,7 @@ from app.ui.permission_screen import PermissionScreen
 from app.ui.prompt import PromptInput, at_paths
 from app.ui.queue_view import QueueView
 from app.ui.screens import ChoiceScreen, HunkEditor
+from app.ui.session_actions import SessionActions
 from app.ui.stream_view import StreamView
 from app.view import gitdiff
 from app.view.frames import Frame, FrameSync, Piece
@@ -63,7 +64,7 @@ WHERE = {  # the key bar's first word: where the next key goes
 GUARDED = "◆ review opened · letters still type for a moment"
 
 
-class MainScreen(FrameTickScreen):
+class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject reason, rewind
     BINDINGS = actions.bindings("screen")
 
     focus_area: var[str] = var("prompt")  # where keys go now: prompt | diff | tree | queue

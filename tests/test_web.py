@@ -1,0 +1,132 @@
+"""`steer web` end to end: the real command serving the real app through textual-serve on
+127.0.0.1, a real headless Chromium (Debian's, driven by playwright) typing into it, a real
+loopback model server streaming the answer. Requests without the token are refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.bench.demo import CALC_ANSWER
+from app.core.sessions import End, SessionStore, Text, TurnRec
+from app.server.chat_server import ServerThread
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HERE = Path(__file__).resolve().parents[1]
+SHOTS = HERE / "screenshots"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def start_web(demo: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": str(HERE), "EDITOR": "", "VISUAL": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "app", "web", str(demo), "--port", "0", *extra],
+                            stdout=subprocess.PIPE, stderr=open(tmp_path / "web.err", "wb"),
+                            text=True, env=env, start_new_session=True, cwd=demo)
+    line = proc.stdout.readline()
+    assert "http://127.0.0.1:" in line and "?token=" in line, line
+    return proc, line.rsplit(" ", 1)[-1].strip()
+
+
+def stop(proc: subprocess.Popen) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(15)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+def test_a_request_without_the_token_is_refused(demo, tmp_path):
+    proc, url = start_web(demo, tmp_path)
+    try:
+        base = url.split("?", 1)[0]
+        for bad in (base, base + "?token=nope", base + "static/js/textual.js", base + "ws"):
+            r = httpx.get(bad, timeout=10)
+            assert r.status_code == 403, bad
+            assert "token" in r.text
+        ok = httpx.get(url, timeout=10)
+        assert ok.status_code == 200 and "textual.js" in ok.text
+        # the page's own script and socket: the cookie set with the page carries the token
+        js = httpx.get(base + "static/js/textual.js", cookies=ok.cookies, timeout=10)
+        assert js.status_code == 200
+        # another site's page cannot open the session's socket, even with the cookie
+        r = httpx.get(base + "ws", cookies=ok.cookies, timeout=10,
+                      headers={"Origin": "http://evil.example", "Connection": "Upgrade",
+                               "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+        assert r.status_code == 403
+    finally:
+        stop(proc)
+
+
+def test_it_listens_on_loopback_only_unless_told(demo, tmp_path):
+    proc, url = start_web(demo, tmp_path)
+    try:
+        port = int(url.split(":")[2].split("/")[0])
+        if shutil.which("ss") is None:
+            pytest.skip("ss is not installed")
+        out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True,
+                             text=True).stdout
+        assert [line.split()[3] for line in out.splitlines()] == [f"127.0.0.1:{port}"]
+    finally:
+        stop(proc)
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed")
+def test_the_app_runs_in_a_browser_tab_keys_reach_it_and_the_answer_streams(demo, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    rig = ServerThread(replay=CALC_ANSWER, rate=300)
+    server = rig.__enter__()
+    proc, url = start_web(demo, tmp_path, "--base-url", server.base_url, "--model", "replay",
+                          "-f", "calc.py")
+    store = SessionStore(demo)
+    try:
+        with playwright.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS,
+                                         headless=True)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url)
+            page.wait_for_selector("canvas", timeout=30_000)
+            _wait(lambda: store.ids(), 30, "the tab's app never saved its session")
+            sid = store.ids()[0]
+            time.sleep(3)  # the app paints its first frame
+            page.mouse.click(300, 852)  # on the prompt: the terminal takes the keyboard
+            page.keyboard.type("add type hints")
+            page.keyboard.press("Enter")
+            # the keys reached the app: it sent the request, and the answer streamed into it
+            _wait(lambda: any(type(r) is End for r in store.load(sid)), 60,
+                  "the answer never finished streaming in the tab")
+            records = store.load(sid)
+            turn = next(r for r in records if type(r) is TurnRec)
+            assert turn.instruction == "add type hints"
+            assert "".join(r.s for r in records if type(r) is Text) == CALC_ANSWER
+            time.sleep(1.5)  # the last frames reach the page
+            SHOTS.mkdir(exist_ok=True)
+            shot = SHOTS / "web.png"
+            page.screenshot(path=str(shot))
+            assert shot.stat().st_size > 20_000  # a painted terminal, not a blank page
+            browser.close()
+    finally:
+        stop(proc)
+        rig.__exit__(None, None, None)
+    info = json.loads(store.log_path(sid).with_suffix(".json").read_text())
+    assert info["turns"] == 1 and info["open"] == 3
+
+
+def _wait(cond, timeout: float, why: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(why)
+        time.sleep(0.2)
