@@ -267,3 +267,24 @@ async def test_an_idle_frame_is_empty(demo):
     finally:
         await session.aclose()
         await server.close()
+
+
+def test_every_card_style_is_one_the_pane_draws():
+    """card_text's style for any mix of hunk states and errors is a style the conversation
+    pane defines (an unknown one would crash the frame)."""
+    from itertools import combinations
+
+    from app.core.diff import Card, Hunk
+    from app.ui.stream_view import STYLES
+    from app.view.cards import card_text
+
+    states = list(HunkState)
+    for n in (1, 2):
+        for combo in combinations(states, n):
+            hunks = {i + 1: Hunk(i + 1, "f.py", i * 3, i * 3 + 1, ["a"], ["b"], state=st)
+                     for i, st in enumerate(combo)}
+            for done in (True, False):
+                for error in ("", "not found"):
+                    card = Card(0, "f.py", ids=list(hunks), done=done, error=error)
+                    text, style = card_text([card], hunks)
+                    assert style in STYLES and text.startswith(("✎ f.py", "⚠ f.py"))

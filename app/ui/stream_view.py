@@ -31,11 +31,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.ui.compat import set_virtual_size
+from app.view.cards import STYLES as CARD_STYLES
 from app.view.layout import TAB
 
-STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-live", "card-pending",
-          "card-accepted", "card-rejected", "card-conflict", "card-stale", "card-mixed",
-          "card-cursor")
+STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-cursor", *CARD_STYLES)
 JUMP_WINDOW = 0.25  # a jump leaves room for as many rows as arrived in this many seconds
 FENCE_MARKS = ("```", "~~~")
 

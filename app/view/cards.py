@@ -47,7 +47,7 @@ def card_text(cards: Sequence[Card], by_id: dict[int, Hunk]) -> tuple[str, str]:
         (state,) = states
         ids = " ".join(f"#{h.id}" for h in hunks)
         text = _join(head, ids, _STATE[state], f"+{added} −{removed}")
-        style = f"card-{_STATE[state]}"
+        style = "card-live" if state == HunkState.STREAMING else f"card-{_STATE[state]}"
     else:  # a mark per hunk: ✓ accepted, ✗ rejected, ! conflict, ~ stale, none: open
         ids = " ".join(f"#{h.id}{_MARK.get(h.state, '')}" for h in hunks)
         text = _join(head, ids, f"+{added} −{removed}")
@@ -58,6 +58,9 @@ def card_text(cards: Sequence[Card], by_id: dict[int, Hunk]) -> tuple[str, str]:
         text += f"  ⚠ {errors[0]}"
     return text, style
 
+
+STYLES = ("card-live", "card-pending", "card-accepted", "card-rejected", "card-conflict",
+          "card-stale", "card-mixed")  # every style card_text gives (the pane defines them all)
 
 _MARK = {HunkState.ACCEPTED: "✓", HunkState.REJECTED: "✗", HunkState.CONFLICT: "!",
          HunkState.STALE: "~", HunkState.STREAMING: "…"}
