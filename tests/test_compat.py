@@ -82,3 +82,18 @@ async def test_set_virtual_size_updates_the_scrollbar_without_a_layout_pass():
         view.scroll_to(y=50, animate=False, immediate=True)
         await pilot.pause()
         assert view.scroll_offset.y == 50
+
+
+def test_the_shared_parser_markdown_is_what_rich_builds():
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    text = "# T\n\n- `a` **b**\n\n```python\nx = 1\n```\n"
+    ours, theirs = compat.markdown(text, "monokai"), Markdown(text, hyperlinks=False)
+    assert set(vars(ours)) == set(vars(theirs))
+    assert [(t.type, t.content) for t in ours.parsed] == [(t.type, t.content) for t in theirs.parsed]
+    console = Console(width=40, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(ours)
+    a = console.export_text()
+    console.print(theirs)
+    assert a == console.export_text()

@@ -94,6 +94,32 @@ def on_display(app: App, callback: Callable[[], None]) -> None:
     app._display = display  # type: ignore[method-assign]
 
 
+_MD_PARSER = None
+
+
+def markdown(markup: str, code_theme: str):
+    """rich's Markdown renderable, parsed with one shared markdown-it parser: rich builds a
+    new parser for every instance (~1 ms compiling its rules), and the conversation renders
+    the paragraph that is streaming every frame. The attributes set here are the ones
+    `rich.markdown.Markdown.__init__` sets (tests/test_compat.py compares them)."""
+    global _MD_PARSER
+    from markdown_it import MarkdownIt
+    from rich.markdown import Markdown
+
+    if _MD_PARSER is None:
+        _MD_PARSER = MarkdownIt().enable("strikethrough").enable("table")
+    md = Markdown.__new__(Markdown)
+    md.markup = markup
+    md.parsed = _MD_PARSER.parse(markup)
+    md.code_theme = code_theme
+    md.justify = None
+    md.style = "none"
+    md.hyperlinks = False
+    md.inline_code_lexer = None
+    md.inline_code_theme = code_theme
+    return md
+
+
 def svg_screenshot(app: App, size: tuple[int, int], run_before) -> str:
     """The app as SVG after `run_before(pilot)`, rendered as Textual's own documentation
     screenshots are (the same renderer pytest-textual-snapshot uses, so README pictures and

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.style import Style
 from rich.theme import Theme
@@ -30,7 +29,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from app.ui.compat import set_virtual_size
+from app.ui.compat import markdown, set_virtual_size
 from app.view.cards import STYLES as CARD_STYLES
 from app.view.layout import TAB
 
@@ -354,7 +353,7 @@ class StreamView(ScrollView, can_focus=True):
     def _markdown(self, source: str, width: int, base: Style) -> list[Strip]:
         console = Console(width=width, file=io.StringIO(), force_terminal=True,
                           color_system="truecolor", theme=self._md_theme(), legacy_windows=False)
-        md = Markdown(source.expandtabs(TAB), code_theme=self._syntax, hyperlinks=False)
+        md = markdown(source.expandtabs(TAB), self._syntax)
         lines = console.render_lines(md, console.options.update(width=width), style=base,
                                      pad=True)
         return [Strip(line).crop_extend(0, width, base) for line in lines]

@@ -89,6 +89,7 @@ class CardLine:
     key: int
     cards: list[Card]
     text: str = ""
+    seen: tuple = ()  # (hunk id, rev) of its hunks when its text was made
 
     @property
     def path(self) -> str | None:
@@ -230,6 +231,10 @@ class FrameSync:
         return [i for c in line.cards for i in c.hunk_ids() if i in ids]
 
     def _emit_card(self, f: Frame, line: CardLine, by_id, force: bool = False) -> None:
+        seen = tuple((i, by_id[i].rev) for c in line.cards for i in c.hunk_ids() if i in by_id)
+        if not force and not line.live and seen == line.seen:
+            return  # none of its hunks changed: a file of 100 cards costs 100 lookups, no text
+        line.seen = seen
         text, style = card_text(line.cards, by_id)
         if force or text != line.text:
             line.text = text
