@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from markdown_it import MarkdownIt  # rich's Markdown parser (imported here: ~0.25 s)
+from rich.markdown import Markdown
 from textual.app import App
 from textual.geometry import Size
 from textual.screen import Screen
@@ -103,9 +105,6 @@ def markdown(markup: str, code_theme: str):
     the paragraph that is streaming every frame. The attributes set here are the ones
     `rich.markdown.Markdown.__init__` sets (tests/test_compat.py compares them)."""
     global _MD_PARSER
-    from markdown_it import MarkdownIt
-    from rich.markdown import Markdown
-
     if _MD_PARSER is None:
         _MD_PARSER = MarkdownIt().enable("strikethrough").enable("table")
     md = Markdown.__new__(Markdown)

@@ -475,6 +475,7 @@ class StreamView(ScrollView, can_focus=True):
         self.refresh()
 
     def on_mount(self) -> None:
+        markdown("warm *up*", self._syntax)  # the parser's rules compile now, not mid-answer
         # code blocks in the prose take the theme's syntax style, as the diff pane does
         self.set_syntax(self.app.current_theme.variables.get("syntax", "monokai"))
         self.app.theme_changed_signal.subscribe(
