@@ -380,13 +380,13 @@ LINE = st.sampled_from(["a", "b", "c", "", "    d = 1", "e e", "  f", "return x"
 TEXT = st.lists(LINE, max_size=24)
 
 
-def _edit(data, lines: list[str]) -> list[str]:
+def _edit(draw, lines: list[str]) -> list[str]:
     """A random change of a text: a few replaced, inserted or deleted runs."""
     out = list(lines)
-    for _ in range(data.draw(st.integers(0, 3))):
-        i = data.draw(st.integers(0, len(out)))
-        j = data.draw(st.integers(i, min(len(out), i + 3)))
-        out[i:j] = data.draw(st.lists(LINE, max_size=3))
+    for _ in range(draw(st.integers(0, 3))):
+        i = draw(st.integers(0, len(out)))
+        j = draw(st.integers(i, min(len(out), i + 3)))
+        out[i:j] = draw(st.lists(LINE, max_size=3))
     return out
 
 
@@ -394,13 +394,10 @@ def _text(lines: list[str]) -> str:
     return "".join(t + "\n" for t in lines)
 
 
-@given(base=TEXT, target=TEXT, data=st.data())
-def test_rebase_never_loses_the_users_lines(base, target, data):
-    """Accept some hunks, reject some, let the user edit the file (twice), rebase each time:
-    the pending diff stays consistent with the disk, and accepting everything acceptable
-    gives exactly the 3-way merge of the user's text and the remaining proposal."""
-    if base == target:
-        return
+def _review_then_edit_twice(base: list[str], target: list[str], draw, note=lambda _: None) -> None:
+    """Accept some hunks, reject some, let the user edit the file (twice), rebase each time,
+    checking the pending diff against the disk after each rebase and at the end. `draw` is
+    hypothesis' (or a script replaying a counterexample's draws)."""
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "f.txt").write_text(_text(base))
         ws = Workspace(tmp)
@@ -411,18 +408,18 @@ def test_rebase_never_loses_the_users_lines(base, target, data):
             return
         review = Review(ws, pending)
         ids = [h.id for h in pending.hunks]
-        for hid in data.draw(st.lists(st.sampled_from(ids), unique=True)) if ids else []:
-            if data.draw(st.booleans()):
+        for hid in draw(st.lists(st.sampled_from(ids), unique=True)) if ids else []:
+            if draw(st.booleans()):
                 review.accept([hid])
             else:
                 review.reject([hid])
         for _round in range(2):
             fd = pending.files["f.txt"]
-            mine = _edit(data, fd.expected()[0])
+            mine = _edit(draw, fd.expected()[0])
             Path(tmp, "f.txt").write_text(_text(mine))
             review.recheck("f.txt")
             check_consistent(ws, pending)
-            event(f"conflicts: {sum(h.state == HunkState.CONFLICT for h in fd.hunks) > 0}")
+            note(f"conflicts: {sum(h.state == HunkState.CONFLICT for h in fd.hunks) > 0}")
             for h in fd.hunks:
                 if h.state == HunkState.CONFLICT:
                     assert h.ancestor is not None and h.old != h.new
@@ -440,6 +437,63 @@ def test_rebase_never_loses_the_users_lines(base, target, data):
 
 
 @given(base=TEXT, target=TEXT, data=st.data())
+def test_rebase_never_loses_the_users_lines(base, target, data):
+    """The pending diff stays consistent with the disk through decisions and user edits,
+    and accepting everything acceptable gives exactly the 3-way merge of the user's text
+    and the remaining proposal."""
+    if base != target:
+        _review_then_edit_twice(base, target, data.draw, event)
+
+
+def _script(*draws):
+    """A `draw` that replays a counterexample's draws in order."""
+    it = iter(draws)
+    return lambda _strategy: next(it)
+
+
+def test_counterexample_accepted_deletion_between_a_conflict_and_the_users_change():
+    """The property's counterexample, replayed draw by draw: accept hunk 3 (a deletion),
+    reject hunk 1, the user deletes lines twice; the second rebase used to leave the
+    accepted hunk overlapping the conflict."""
+    _review_then_edit_twice(["a", "a", "a", "c", "a", "c", "a", "a", "a", "a"],
+                            ["c", "c", "a", "a", "a"],
+                            _script([3, 1], True, False, 3, 0, 0, [], 3, 6, [], 0, 0, [],
+                                    1, 0, 3, []))
+
+
+def test_an_accepted_deletion_inside_a_clusters_span_becomes_the_users(tmp_path):
+    """A cluster spans from its first item to its last user change; an accepted hunk that
+    sits in between (here a pure deletion, zero lines wide in the expected text, touching
+    neither side) is inside the region the conflict now covers, so it becomes part of the
+    user's file, like an accepted hunk the user edited."""
+    base = ["a", "a", "a", "c", "a", "c", "a", "a", "a", "a"]
+    ws = Workspace(init_repo(tmp_path / "r", {"f.txt": _text(base)}))
+    pending = stream(ws, RENDERERS["whole"]("f.txt", base, ["c", "c", "a", "a", "a"]),
+                     fmt="whole", context=["f.txt"])
+    review = Review(ws, pending)
+    fd = pending.files["f.txt"]
+    h1, h2, h3 = sorted(fd.hunks, key=lambda h: h.base_start)
+    assert [(h.base_start, h.base_end, h.new) for h in (h1, h2, h3)] == [
+        (0, 3, []), (4, 5, []), (6, 7, [])]
+    review.accept([h3.id])
+    review.reject([h1.id])
+    write(ws, _text(["a"] * 6))  # the user deletes "c a c"
+    review.recheck("f.txt")
+    assert h2.state == HunkState.CONFLICT and (h2.base_start, h2.base_end) == (0, 3)
+    assert h3.state == HunkState.ACCEPTED and (h3.base_start, h3.base_end) == (3, 4)
+    check_consistent(ws, pending)
+    write(ws, _text(["a"] * 3))  # and three lines more: the diff sees lines 3-6 go
+    review.recheck("f.txt")
+    check_consistent(ws, pending)
+    assert [h.id for h in fd.hunks] == [h2.id] and h3.id in pending.dropped
+    assert fd.base.lines == ["a"] * 3 and (h2.base_start, h2.base_end) == (0, 3)
+    assert h2.state == HunkState.CONFLICT and h2.old == ["a"] * 3
+    assert h2.ancestor == ["a", "a", "a", "c", "a", "c", "a", "a", "a"]
+    assert h2.new == ["a", "a", "a", "c", "c", "a", "a", "a"]
+    assert review.accept_all().accepted == [] and read(ws) == _text(["a"] * 3)
+
+
+@given(base=TEXT, target=TEXT, data=st.data())
 def test_a_change_mid_stream_keeps_the_diff_consistent(base, target, data):
     """The disk changes at a random point of a streaming answer (any format); the pending
     diff stays consistent with the disk, deferred files are released when their edit
@@ -454,7 +508,7 @@ def test_a_change_mid_stream_keeps_the_diff_consistent(base, target, data):
         f = Feed(ws, fmt=fmt)
         cut = data.draw(st.integers(0, len(answer)))
         f.feed(answer[:cut])
-        mine = _edit(data, base)
+        mine = _edit(data.draw, base)
         Path(tmp, "f.txt").write_text(_text(mine))
         if "f.txt" in f.pending.files:
             event(f"deferred: {f.disk_changed().deferred}")

@@ -287,7 +287,24 @@ class _Rebase:
                 unit.items.append(it)
                 unit.s, unit.e = min(unit.s, it.s), max(unit.e, it.e)
         units.sort(key=lambda u: (u.s, u.e, u.rank))
-        return units
+        return self._absorb(units)
+
+    @staticmethod
+    def _absorb(units: list[_Unit]) -> list[_Unit]:
+        """A cluster replaces its whole span, from its first item or user change to its last.
+        An item inside that span touching none of its user changes (an accepted deletion,
+        zero lines wide, between a touched hunk and the user's change) lies in the region the
+        cluster takes over all the same: it joins the cluster, so units never overlap."""
+        out: list[_Unit] = []
+        for u in units:  # sorted by start: an overlap is with the unit just before
+            last = out[-1] if out else None
+            if last is None or u.s >= last.e or not (last.user or u.user):
+                out.append(u)
+                continue
+            last.items = sorted(last.items + u.items, key=lambda it: (it.s, it.e))
+            last.user = sorted(last.user + u.user)
+            last.e = max(last.e, u.e)
+        return out
 
     def _place(self, units: list[_Unit]) -> None:
         """Disk and new-base ranges of every unit, walking the file once."""
