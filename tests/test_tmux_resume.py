@@ -53,9 +53,9 @@ def test_kill_9_the_app_mid_stream_then_resume_it(demo, tmp_path):
                      f"cd {demo} && exec env -u COLUMNS -u LINES {env} "
                      f"{sys.executable} -m app {flags} --resume; sleep 5")
             tmux.run("resize-window", "-t", "resume", "-x", "160", "-y", "48")
-            screen = tmux.wait_for("■ interrupted", "resumed session")
             # the answer as far as it was saved (its "- " list marks drawn as Markdown bullets)
-            assert last.strip().removeprefix("- ")[:40] in screen
+            screen = tmux.wait_for("■ interrupted", "resumed session",
+                                   last.strip().removeprefix("- ")[:40], timeout=10)
             assert "#1 pending" in screen
             tmux.wait_for("◆ reviewing")  # the review has the keys, as after a live answer
             time.sleep(1)
