@@ -29,7 +29,7 @@ from app.core.events import (
     ToolCall,
     Usage,
 )
-from app.core.formats import choose_format, make_parser
+from app.core.formats import choose_format, fragments, make_parser
 from app.core.journal import Entry, Journal
 from app.core.provider import Provider, Request
 from app.core.review import Review
@@ -286,6 +286,9 @@ class Session:
                                                 interrupted=previous.state == "interrupted")
             self.pending.begin_turn()
         assert self.pending is not None
+        # a whole-file answer showing part of a file keeps the rest, unless this instruction
+        # may mean deleting code (then the deletion is proposed, flagged)
+        self.pending.removal_asked = fragments.asks_removal(instruction)
         messages = [{"role": "user", "content": content}] if caps.agent else [
             {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
             {"role": "user", "content": content}]

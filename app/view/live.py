@@ -100,7 +100,7 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
                 "hunks": [
                     {"id": h.id, "state": h.state.value, "incomplete": h.incomplete,
                      "old_start": h.base_start + 1, "old_lines": len(h.old), "removed": h.old,
-                     "added": h.new, "note": h.note}
+                     "added": h.new, "note": h.note, "warning": h.warning}
                     for h in fd.hunks
                 ],
             }

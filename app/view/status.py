@@ -30,12 +30,15 @@ def answer_title(turn: Turn | None) -> str:
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:
-    counts = {"open": 0, "accepted": 0, "rejected": 0, "streaming": 0, "conflict": 0}
+    counts = {"open": 0, "accepted": 0, "rejected": 0, "streaming": 0, "conflict": 0,
+              "flagged": 0}
     for h in pending.hunks:
         if h.state in OPEN:
             counts["open"] += 1
             if h.state == HunkState.CONFLICT:
                 counts["conflict"] += 1
+            if h.warning:  # open, and left out of bulk accepts
+                counts["flagged"] += 1
         elif h.state == HunkState.ACCEPTED:
             counts["accepted"] += 1
         elif h.state == HunkState.REJECTED:
@@ -57,6 +60,9 @@ def review_line(session: Session) -> str:
     if c["streaming"]:
         text += f", {c['streaming']} streaming"
     text += f", {c['accepted']} accepted, {c['rejected']} rejected"
+    if c["flagged"]:
+        text += (f" · ⚠ {c['flagged']} large deletion{'s' if c['flagged'] != 1 else ''}: not in "
+                 "accept all")
     refused = sum(1 for e in pending.errors if e.turn == pending.turn)
     if refused:
         text += f" · {refused} edit{'s' if refused != 1 else ''} refused"
