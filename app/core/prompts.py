@@ -76,6 +76,13 @@ def first_message(instruction: str, files: Sequence[Snapshot]) -> str:
     return f"{shown}\n\n{instruction}"
 
 
+def prediction(files: Sequence[Snapshot]) -> str | None:
+    """What a whole-file answer is expected to be, for predicted outputs: each file as the
+    prompt shows it (path, fenced content), which is how the answer writes it back."""
+    shown = [render_file(s) for s in files if s.lines]
+    return "\n\n".join(shown) + "\n" if shown else None
+
+
 def prefill(fmt: str, files: Sequence[Snapshot]) -> str:
     """Start the answer for models that need the nudge: with one file in context, a whole-
     file answer begins with its path and an opening fence."""

@@ -298,8 +298,13 @@ class Session:
         known = frozenset(s.path for s in self._snapshots)
         self._parser = ProseOnly() if caps.agent else make_parser(self.fmt, known)
         self._messages = messages
+        # a whole-file answer mostly repeats the files: a back-end with predicted outputs
+        # gets them as the prediction (it streams the unchanged parts at once)
+        prediction = (prompts.prediction(self._snapshots)
+                      if caps.predicted_outputs and self.fmt == "whole" and kind == "ask" else None)
         req = Request(messages, model=self.provider.model, max_tokens=self.max_tokens,
-                      temperature=self.temperature, prefill=prefill, context=list(self.context))
+                      temperature=self.temperature, prefill=prefill, prediction=prediction,
+                      context=list(self.context))
         if prefill:
             self._feed(turn, prefill)
         self._task = asyncio.get_running_loop().create_task(

@@ -44,6 +44,18 @@ def split_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+def prediction_usage(prediction: str, answer: list[str]) -> dict:
+    """OpenAI's figures for a predicted output: the prediction's tokens that appear in the
+    answer (in order) were accepted, the others rejected."""
+    import difflib
+
+    pred = split_tokens(prediction)
+    kept = sum(b.size for b in difflib.SequenceMatcher(None, pred, answer, autojunk=False)
+               .get_matching_blocks())
+    return {"reasoning_tokens": 0, "accepted_prediction_tokens": kept,
+            "rejected_prediction_tokens": len(pred) - kept}
+
+
 @dataclass
 class Faults:
     drop_after: int | None = None  # close the connection mid-answer, no finish, no [DONE]
@@ -223,16 +235,24 @@ class ChatServer:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "finish_reason": "stop"}]})
         f = self.stream_faults(n)
+        prediction = body.get("prediction")
+        if isinstance(prediction, dict) and prediction.get("type") == "content":
+            prediction = prediction.get("content")
+            if isinstance(prediction, list):  # content parts
+                prediction = "".join(p.get("text", "") for p in prediction if isinstance(p, dict))
+        if not isinstance(prediction, str):
+            prediction = None
         return HttpResponse(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
-                            stream=self._sse(tokens, model, include_usage, f),
+                            stream=self._sse(tokens, model, include_usage, f, prediction),
                             close=f.drop_after is not None)
 
     async def _sse(self, tokens: AsyncIterator[str], model: str, include_usage: bool,
-                   f: Faults) -> AsyncIterator[bytes]:
+                   f: Faults, prediction: str | None = None) -> AsyncIterator[bytes]:
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         created = int(time.time())
         yield _chunk(cid, model, created, {"role": "assistant", "content": ""})
         n = 0
+        sent: list[str] = []
         batch: list[bytes] = []
         async for tok in tokens:
             if tok == "":  # the pacer's signal: the batch due by now is complete
@@ -252,10 +272,13 @@ class ChatServer:
                 yield b"".join(batch)
                 return
             batch.append(_chunk(cid, model, created, {"content": tok}))
+            sent.append(tok)
             n += 1
         batch.append(_chunk(cid, model, created, {}, "stop"))
         if include_usage:
-            usage = {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n}
+            usage: dict = {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n}
+            if prediction is not None:
+                usage["completion_tokens_details"] = prediction_usage(prediction, sent)
             batch.append(b"data: " + json.dumps({"id": cid, "object": "chat.completion.chunk",
                                                  "created": created, "model": model, "choices": [],
                                                  "usage": usage}).encode() + b"\n\n")

@@ -125,7 +125,7 @@ def read_whole(base: Sequence[str], new: Sequence[str], *, removal_asked: bool =
         elif _keep(head, fit.lead, removal_asked, region):
             out += head
             kept = kept or any(t.strip() for t in head)
-        else:
+        elif not _replaces(head, seg[: fit.lead], at_end=False):
             flags.append((pos, fit.start, _flag("first", fit.start - pos)))
         out += seg
         first = fit.start if first is None else first
@@ -136,7 +136,8 @@ def read_whole(base: Sequence[str], new: Sequence[str], *, removal_asked: bool =
     elif fit is not None and _keep(tail, fit.trail, removal_asked, _is_region(segments[-1], fit)):
         out += tail
         kept = kept or any(t.strip() for t in tail)
-    else:
+    elif fit is None or not _replaces(tail, segments[-1][len(segments[-1]) - fit.trail :],
+                                      at_end=True):
         flags.append((pos, n, _flag("last", n - pos)))
     if kept and first is not None:
         notes.append(f"the answer showed lines {first + 1}–{max(first + 1, pos)} of {n} only: the "
@@ -175,6 +176,24 @@ def _keep(edge: list[str], written: int, removal_asked: bool, region: bool) -> b
     if not any(t.strip() for t in edge):
         return True  # blank lines only: nothing of the file's code is at stake
     return region and not removal_asked and sum(1 for t in edge if t.strip()) > written
+
+
+def _replaces(edge: list[str], written: list[str], at_end: bool) -> bool:
+    """The lines the block wrote at a file's edge are the left-out edge's lines changed (a
+    whole file whose last lines were edited), line for line: then they replace it."""
+    e = [t.strip() for t in edge if t.strip()]
+    w = [t.strip() for t in written if t.strip()]
+    if not e or len(w) < len(e):
+        return False
+    w = w[len(w) - len(e) :] if at_end else w[: len(e)]
+    return all(_alike(a, b) for a, b in zip(e, w, strict=True))
+
+
+def _alike(a: str, b: str) -> bool:
+    """Loosely the same line: a word of three letters or more in common, or most characters."""
+    if {t for t in _WORD.findall(a) if len(t) > 2} & {t for t in _WORD.findall(b) if len(t) > 2}:
+        return True
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.55
 
 
 def _flag(which: str, n: int) -> str:
