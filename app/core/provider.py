@@ -40,7 +40,10 @@ class Capabilities:
     native_steer: bool = False  # steer() redirects the running answer without a new request
     predicted_outputs: bool = False  # honours Request.prediction
     cancel: Literal["close", "message", "thread"] = "close"  # how a cancel reaches the generation
-    preferred_format: str | None = None  # the edit format this back-end's model writes best
+    preferred_format: str | None = None  # the edit format this back-end's model is trained on
+    # which measured row of the format cost table describes the model (formats/costs.py):
+    # "tiny" (the embedded 135M model) or "capable"
+    model_class: str = "capable"
     # an agent (ACP): it is sent the user's words only and keeps its own conversation; its
     # text is prose, its edits arrive as FileEdit / FileWrite events (app.core.events)
     agent: bool = False

@@ -29,7 +29,7 @@ from app.core.events import (
     ToolCall,
     Usage,
 )
-from app.core.formats import choose_format, fragments, make_parser
+from app.core.formats import choose, fragments, make_parser
 from app.core.journal import Entry, Journal
 from app.core.provider import Provider, Request
 from app.core.review import Review
@@ -112,6 +112,7 @@ class Session:
         self.provider = provider
         self.fmt_choice = fmt
         self.fmt = fmt
+        self.fmt_reason = ""  # why this answer's format was chosen (shown in its title)
         self.context: list[str] = []
         for p in context or []:
             self.add_context(p)
@@ -274,11 +275,15 @@ class Session:
             self.review = Review(self.ws, self.pending, self.journal)
             self.review.on_decided = self.agent.settle
             self.history = []
-            self.fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
-                caps, self.provider.model, [len(s.lines) for s in self._snapshots])
+            if self.fmt_choice != "auto":
+                self.fmt, self.fmt_reason = self.fmt_choice, "as asked (--format)"
+            else:
+                choice = choose(caps, self.provider.model, [len(s.lines) for s in self._snapshots])
+                self.fmt, self.fmt_reason = choice.fmt, choice.reason
             content = prompts.first_message(instruction, self._snapshots)
             if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
                 self.fmt, content = "agent", instruction
+                self.fmt_reason = "the agent edits files itself"
         else:
             assert self.pending is not None and previous is not None
             if content is None:

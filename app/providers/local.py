@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +110,14 @@ class LocalModel(Provider):
     name = "local"
     # a 135M model copies a file far more reliably than it writes a diff, and it needs the
     # answer started for it (the file's path and an opening fence)
-    capabilities = Capabilities(warm_up=True, prefill=True, cancel="thread", preferred_format="whole")
+    capabilities = Capabilities(warm_up=True, prefill=True, cancel="thread", preferred_format="whole",
+                                model_class="tiny")
 
     def __init__(self, model_path: str | None = None, *, n_ctx: int = 8192) -> None:
         self.model_path = model_path or default_model_path()
+        if self.model_path != default_model_path():  # another GGUF: priced as capable
+            self.capabilities = replace(self.capabilities, preferred_format=None,
+                                        model_class="capable")
         self.model = Path(self.model_path).stem
         self.n_ctx = n_ctx
 

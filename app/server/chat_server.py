@@ -71,6 +71,7 @@ class Faults:
     error_event: int | None = None  # WebSocket: answer response.create with an `error` event
     forget_previous: bool = False  # no previous_response_id is ever found
     connection_limit: int | None = None  # WebSocket: after N responses, the 60-minute-limit error
+    refuse_prediction: bool = False  # Chat Completions: a body with `prediction` gets OpenAI's 400
 
 
 @dataclass
@@ -219,6 +220,11 @@ class ChatServer:
             return HttpResponse.json({"error": {"message": "invalid JSON body or missing messages",
                                                 "type": "invalid_request_error"}}, 400)
         self.stats.bodies.append(body)
+        if self.faults.refuse_prediction and "prediction" in body:  # as OpenAI does for most models
+            return HttpResponse.json({"error": {
+                "message": "Predicted outputs are not supported with this model.",
+                "type": "invalid_request_error", "param": "prediction",
+                "code": "unsupported_parameter"}}, 400)
         n = self.next_request()
         refused = self.injected_status(n)
         if refused is not None:

@@ -12,9 +12,15 @@ def turn_figures(turn: Turn) -> str:
     narrow pane crops the least useful figures."""
     rate = turn.tokens_per_s
     ttft = turn.ttft
+    usage = turn.usage
+    predicted = None
+    if usage is not None and usage.accepted_prediction is not None:
+        predicted = (f"predicted {usage.accepted_prediction}/"
+                     f"{usage.accepted_prediction + (usage.rejected_prediction or 0)} tok kept")
     parts = [turn.state,
              f"{rate:,.0f} tok/s" if rate else None,
              f"{turn.tokens} tok",
+             predicted,
              f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
              f"{turn.elapsed:.1f}s"]
     return " · ".join(p for p in parts if p)
@@ -25,8 +31,15 @@ def status_text(provider: Provider, turn: Turn) -> str:
     return f"{provider.label} · {turn_figures(turn)}"
 
 
-def answer_title(turn: Turn | None) -> str:
-    return "Answer" if turn is None else f"Answer · {turn_figures(turn)}"
+def answer_title(turn: Turn | None, session: Session | None = None) -> str:
+    """"Answer · figures · format whole: why": the format chosen for the answer and why, last
+    (a narrow pane crops it before the figures)."""
+    if turn is None:
+        return "Answer"
+    fmt = ""
+    if session is not None and session.fmt_reason:
+        fmt = f" · format {session.fmt}: {session.fmt_reason}"
+    return f"Answer · {turn_figures(turn)}{fmt}"
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:
