@@ -27,6 +27,7 @@ import inspect
 import io
 import os
 import statistics
+import sys
 import tempfile
 import textwrap
 import time
@@ -224,14 +225,18 @@ def _literal(text: str, path: str) -> list[str] | None:
 
 
 def _lost(task: Task, result: list[str]) -> int:
-    """Lines of code the expected result keeps from the file that `result` does not have."""
+    """Lines of code the expected result keeps from the file that `result` deletes: with
+    nothing in their place (a wrong rewrite of a line is wrong, but not a deletion)."""
     base = task.base.rstrip("\n").split("\n")
     exp = task.expected.rstrip("\n").split("\n")
     kept = {j for m in difflib.SequenceMatcher(None, base, exp, autojunk=False).get_matching_blocks()
             for j in range(m.b, m.b + m.size) if exp[j].strip()}
-    have = {j for m in difflib.SequenceMatcher(None, exp, result, autojunk=False).get_matching_blocks()
-            for j in range(m.a, m.a + m.size)}
-    return len(kept - have)
+    lost = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, exp, result,
+                                                       autojunk=False).get_opcodes():
+        if tag in ("delete", "replace") and (i2 - i1) > (j2 - j1):
+            lost += min(sum(1 for i in range(i1, i2) if i in kept), (i2 - i1) - (j2 - j1))
+    return lost
 
 
 async def _one(task: Task, provider, fmt: str, root: Path) -> dict:
@@ -275,11 +280,14 @@ def _summary(tasks: list[Task], rows: list[dict], fmt: str) -> dict:
         "enter_to_disk_s_median": round(statistics.median(times), 3) if times else None,
         "enter_to_disk_s_all_median": round(statistics.median(r["enter_to_disk_s"] for r in rows), 3),
         "flagged_hunks": sum(r["flagged"] for r in rows),
-        "answers_that_lost_code": sum(1 for r in rows if r["lost_lines"]),
+        # accepted with Accept all: files that lost lines of code they should have kept
+        "accepted_files_that_deleted_code": sum(1 for r in rows if r["lost_lines"]),
+        "accepted_lines_of_code_deleted": sum(r["lost_lines"] for r in rows),
     }
     if fmt == "whole":
-        out["literal_would_delete_code"] = sum(1 for r in rows if r.get("literal_lost_lines"))
-        out["literal_lines_it_would_delete"] = sum(r.get("literal_lost_lines", 0) for r in rows)
+        # the same answers read literally (a whole file is the whole file), as before issue 11
+        out["literal_reading_would_delete_code"] = sum(1 for r in rows if r.get("literal_lost_lines"))
+        out["literal_reading_lines_deleted"] = sum(r.get("literal_lost_lines", 0) for r in rows)
     preds = [r["prediction"] for r in rows if "prediction" in r]
     if preds:
         out["prediction_tokens_accepted_rejected"] = [sum(p[0] for p in preds), sum(p[1] for p in preds)]
@@ -311,7 +319,13 @@ async def _model(tasks: list[Task], formats: list[str], model_path: str | None, 
     await provider.warm()
     result = {}
     for fmt in formats:
-        rows = [await _one(t, provider, fmt, root / "model") for t in tasks]
+        rows = []
+        for i, t in enumerate(tasks, 1):
+            rows.append(await _one(t, provider, fmt, root / "model"))
+            r = rows[-1]
+            print(f"steer bench task: model {fmt} {i}/{len(tasks)} {t.name}: "
+                  f"{'exact' if r['exact'] else 'not exact'}, {r['tokens']} tok, "
+                  f"{r['enter_to_disk_s']:.1f} s", file=sys.stderr, flush=True)
         result[fmt] = {**_summary(tasks, rows, fmt), "rows": rows}
     return result
 

@@ -55,6 +55,24 @@ def system_prompt(fmt: str) -> str:
     return _RULES[fmt]
 
 
+# A tiny model copies a shape far better than it follows a description of one: one worked
+# example, as a previous turn of the conversation (a constant prefix: its KV cache is reused)
+_EXAMPLE_FILE = ("shapes.py\n```python\ndef area(w, h):\n    return w * h\n\n\n"
+                 "def perimeter(w, h):\n    return 2 * (w + h)\n```")
+_EXAMPLES = {
+    "whole": [
+        {"role": "user", "content": f"{_EXAMPLE_FILE}\n\nAdd a docstring to area."},
+        {"role": "assistant", "content": _EXAMPLE_FILE.replace(
+            "def area(w, h):\n", 'def area(w, h):\n    """Return the area of a w by h rectangle."""\n')},
+    ],
+}
+
+
+def examples(fmt: str) -> list[dict[str, str]]:
+    """Worked examples of the format, for a tiny model (Capabilities.model_class)."""
+    return [dict(m) for m in _EXAMPLES.get(fmt, [])]
+
+
 def fence_lang(path: str) -> str:
     ext = PurePosixPath(path).suffix.lstrip(".").lower()
     return {"py": "python", "js": "javascript", "ts": "typescript", "rs": "rust", "md": "markdown",
@@ -81,6 +99,33 @@ def prediction(files: Sequence[Snapshot]) -> str | None:
     prompt shows it (path, fenced content), which is how the answer writes it back."""
     shown = [render_file(s) for s in files if s.lines]
     return "\n\n".join(shown) + "\n" if shown else None
+
+
+# a line of a file inside a ``` block: anything but a line opening with ``` (which closes it)
+_GBNF_LINE = ('line ::= ([^`\\n] [^\\n]*)? "\\n" | "`" ([^`\\n] [^\\n]*)? "\\n" '
+              '| "``" ([^`\\n] [^\\n]*)? "\\n"')
+
+
+def grammar(fmt: str, files: Sequence[Snapshot], *, removal_asked: bool = False) -> str | None:
+    """A GBNF grammar for the answer of a grammar-constrained back-end (the embedded model),
+    after its prefill: for a whole file, at least most of the file's lines before the block
+    may close (a tiny model tends to stop after the lines it changed, and then steer can only
+    keep the rest), and nothing after it (its prose after the block is noise). None when no
+    grammar applies."""
+    if fmt != "whole" or len(files) != 1 or not files[0].lines:
+        return None
+    lines = files[0].lines
+    if any(t.startswith("```") for t in lines):
+        return None  # fenced with ````: a rarer shape, left free
+    least = 1 if removal_asked else max(1, len(lines) - max(2, len(lines) // 5))
+    return f'root ::= line{{{least},}} "```" "\\n"?\n{_GBNF_LINE}\n'
+
+
+def answer_budget(files: Sequence[Snapshot]) -> int:
+    """Tokens enough for an answer that rewrites the files once, with a few lines of prose:
+    a cap for a tiny model, which may otherwise ramble on for minutes."""
+    chars = sum(len(t) + 1 for s in files for t in s.lines)
+    return 256 + chars // 2  # about two tokens for every four characters
 
 
 def prefill(fmt: str, files: Sequence[Snapshot]) -> str:

@@ -92,7 +92,7 @@ def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str
 class ServedLocal(OpenAIResponses):
     name = "local"
     capabilities = Capabilities(warm_up=True, prefill=True, native_steer=True, cancel="close",
-                                preferred_format="whole", model_class="tiny")
+                                preferred_format="whole", model_class="tiny", grammar=True)
 
     def __init__(self, model_path: str | None = None, **kw: object) -> None:
         self.model_path = str(Path(model_path).resolve()) if model_path else default_model_path()

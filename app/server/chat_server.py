@@ -176,7 +176,7 @@ class ChatServer:
 
     def tokens(self, n: int, messages: list[dict], *, prefill: str = "",
                max_tokens: int | None = None, temperature: float | None = None,
-               gen: Generation | None = None) -> AsyncIterator[str]:
+               gen: Generation | None = None, grammar: str | None = None) -> AsyncIterator[str]:
         """The n-th request's tokens from the back-end; "" marks the end of a batch due by now."""
         self.last_activity = time.monotonic()
         if self.replays:
@@ -186,7 +186,8 @@ class ChatServer:
                 if gen is not None:
                     gen.finish = "length"
             return self._replay(tokens)
-        return self._generate(messages, prefill, max_tokens, temperature, gen or Generation())
+        return self._generate(messages, prefill, max_tokens, temperature, gen or Generation(),
+                              grammar)
 
     async def health(self) -> dict:
         import os
@@ -325,12 +326,14 @@ class ChatServer:
             await asyncio.sleep(min(0.001, max(0.0, (i / self.rate) - (time.perf_counter() - t0))))
 
     async def _generate(self, messages: list[dict], prefill: str, max_tokens: int | None,
-                        temperature: float | None, gen: Generation) -> AsyncIterator[str]:
+                        temperature: float | None, gen: Generation,
+                        grammar: str | None = None) -> AsyncIterator[str]:
         from app.core.events import Done, Error, TextDelta, Usage
         from app.core.provider import Request
 
         assert self._local is not None
-        req = Request(messages, max_tokens=max_tokens, temperature=temperature, prefill=prefill)
+        req = Request(messages, max_tokens=max_tokens, temperature=temperature, prefill=prefill,
+                      grammar=grammar)
         async with self._model_turn:  # FIFO: whoever asked first is served first
             self.stats.started.append(time.perf_counter())
             stream = self._local.stream(req)

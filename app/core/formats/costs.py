@@ -19,7 +19,7 @@ then count with TRAINED_ELSEWHERE of the rate, an estimate, not a measurement.
 
 from __future__ import annotations
 
-MEASURED = "2025-11-23, steer bench task, 24 tasks (the embedded model: --quick, 6 tasks)"
+MEASURED = "2026-11-23, steer bench task, 24 tasks (the embedded model: --quick, 6 tasks)"
 
 # answer tokens = fixed + per_file_line * lines of the file (whole) or per change (the others)
 ANSWER_TOKENS: dict[str, tuple[float, float]] = {
