@@ -164,10 +164,12 @@ def test_large_interior_deletion_is_flagged_unless_removal_was_asked(tmp_path):
 
 def test_instruction_words_that_may_mean_removal():
     for text in ("remove the unused import", "Delete greet", "drop the main block",
-                 "clean up this file", "rewrite it shorter", "refactor greet"):
+                 "clean up this file", "rewrite it shorter", "refactor greet", "Removing x",
+                 "the deleted lines", "drops"):
         assert asks_removal(text), text
     for text in ("add a docstring to greet", "rename x to total", "add a type hint",
-                 "fix the typo in the message", ""):
+                 "fix the typo in the message", "", 'Add the docstring "Split a path." to f',
+                 "rename `drop_table` to `drop`", "type splitext", "remember the cutoff"):
         assert not asks_removal(text), text
 
 

@@ -67,8 +67,7 @@ def test_the_whole_file_grammar():
         lines = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
 
     g = prompts.grammar("whole", [Snap()])
-    assert g is not None and g.startswith("root ::= line{8,}")
-    assert prompts.grammar("whole", [Snap()], removal_asked=True).startswith("root ::= line{1,}")
+    assert g is not None and g.startswith('root ::= line+ "```"')
     assert prompts.grammar("search_replace", [Snap()]) is None
     assert prompts.grammar("whole", [Snap(), Snap()]) is None
     Snap.lines = ["```sh", "x", "```"]

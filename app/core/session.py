@@ -294,9 +294,8 @@ class Session:
         # a whole-file answer showing part of a file keeps the rest, unless this instruction
         # may mean deleting code (then the deletion is proposed, flagged)
         self.pending.removal_asked = fragments.asks_removal(instruction)
-        shown = prompts.examples(self.fmt) if caps.model_class == "tiny" and kind == "ask" else []
         messages = [{"role": "user", "content": content}] if caps.agent else [
-            {"role": "system", "content": prompts.system_prompt(self.fmt)}, *shown, *self.history,
+            {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
             {"role": "user", "content": content}]
         prefill = prompts.prefill(self.fmt, self._snapshots) if caps.prefill else ""
         turn = turn or Turn(instruction, kind)
@@ -310,8 +309,7 @@ class Session:
                       if caps.predicted_outputs and self.fmt == "whole" and kind == "ask" else None)
         # a grammar-constrained back-end (llama.cpp) is held to the format's shape (a first
         # answer: a redirect or follow-up continues where the grammar would not fit)
-        grammar = (prompts.grammar(self.fmt, self._snapshots,
-                                   removal_asked=self.pending.removal_asked)
+        grammar = (prompts.grammar(self.fmt, self._snapshots)
                    if caps.grammar and caps.prefill and kind == "ask" else None)
         max_tokens = self.max_tokens
         if max_tokens is None and caps.model_class == "tiny":

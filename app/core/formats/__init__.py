@@ -38,6 +38,10 @@ def choose(caps: Capabilities, model: str, context_lines: list[int]) -> Choice:
                     for i, f in enumerate(FORMATS))
     best, _, fmt = priced[0]
     runner, _, other = priced[1]
+    if best == float("inf"):  # no format was ever exact for this model: the one it writes
+        fmt = trained or min(FORMATS, key=lambda f: costs.answer_tokens(f, context_lines))
+        return Choice(fmt, f"no format applied exactly in the measurements; {LABEL[fmt]} is the "
+                           "one this model writes at all, and steer keeps what it leaves out")
     size = (f"{context_lines[0]}-line file" if len(context_lines) == 1 else
             f"{len(context_lines)} files, {sum(context_lines)} lines" if context_lines else "no file")
     if caps.model_class == "tiny":

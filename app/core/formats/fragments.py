@@ -45,14 +45,22 @@ LAZY = re.compile(
 
 # instructions that may mean a deletion (the only case a fragment's edges may be deleted)
 REMOVAL = re.compile(
-    r"\b(remove|delete|drop|strip|erase|cut|trim|get rid|eliminate|clear|empty|purge|prune|"
-    r"clean(\s|-)?up|shorten|shrink|rewrite|replace|move|extract|split|dedup\w*|unused|only keep|"
-    r"keep only|reduce|simplify|refactor|inline|collapse|merge)", re.IGNORECASE)
+    r"\b(remov(e|es|ed|ing)|delet(e|es|ed|ing)|drop(s|ped|ping)?|strip(s|ped|ping)?|"
+    r"eras(e|es|ed|ing)|cut(s|ting)?|trim(s|med|ming)?|get(ting)? rid|eliminat(e|es|ed|ing)|"
+    r"clear(s|ed|ing)?|empty|empties|emptied|purg(e|es|ed|ing)|prun(e|es|ed|ing)|"
+    r"clean(\s|-)?up|cleanup|shorten(s|ed|ing)?|shrink(s|ing)?|rewrit(e|es|ing|ten)|"
+    r"replac(e|es|ed|ing)|mov(e|es|ed|ing)|extract(s|ed|ing)?|split(s|ting)?|dedup\w*|unused|"
+    r"only keep|keep only|reduc(e|es|ed|ing)|simplif(y|ies|ied|ying)|refactor(s|ed|ing)?|"
+    r"inlin(e|es|ed|ing)|collaps(e|es|ed|ing)|merg(e|es|ed|ing))\b", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 
 
+_QUOTED = re.compile(r"\"[^\"]*\"|`[^`]*`|'[^'\s][^']*'")
+
+
 def asks_removal(instruction: str) -> bool:
-    return bool(REMOVAL.search(instruction or ""))
+    """The instruction's own words (not text it quotes) may mean deleting code."""
+    return bool(REMOVAL.search(_QUOTED.sub(" ", instruction or "")))
 
 
 def markers(lines: Sequence[str], base: set[str]) -> list[int]:
