@@ -53,10 +53,14 @@ def repo(tmp_path: Path) -> Path:
 
 
 def stream(ws: Workspace, answer: str, *, fmt: str = "search_replace", context: Iterable[str] = (),
-           cuts: Iterable[int] | None = None, complete: bool = True) -> PendingDiff:
-    """Feed `answer` through parser + pending diff, cut at `cuts` (offsets) or whole."""
+           cuts: Iterable[int] | None = None, complete: bool = True,
+           removal_asked: bool = False) -> PendingDiff:
+    """Feed `answer` through parser + pending diff, cut at `cuts` (offsets) or whole.
+    `removal_asked`: the instruction asked to remove something (a whole-file answer may then
+    delete what it left out; otherwise it is read as a fragment)."""
     snaps = [ws.snapshot(p).prepare() for p in context]
     pending = PendingDiff(ws, snaps)
+    pending.removal_asked = removal_asked
     parser = make_parser(fmt, frozenset(s.path for s in snaps))
     pos = 0
     for cut in sorted(set(cuts or ())):

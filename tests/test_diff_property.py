@@ -50,7 +50,9 @@ def test_stream_rebuilds_target_and_matches_full_diff(fmt, base, target, data):
     with tempfile.TemporaryDirectory() as tmp:
         ws = _setup(tmp, base)
         ctx = ["f.txt"] if base is not None else []
-        pending = stream(ws, answer, fmt=fmt, context=ctx, cuts=_cuts(data, len(answer)))
+        # a whole file asked to remove things may delete what it leaves out (flagged)
+        pending = stream(ws, answer, fmt=fmt, context=ctx, cuts=_cuts(data, len(answer)),
+                         removal_asked=True)
         assert not pending.errors, (answer, pending.errors)
         fd = pending.files["f.txt"]
         assert fd.proposal() == target
@@ -70,7 +72,8 @@ def test_accept_subset_writes_exactly_those_hunks(fmt, base, target, data):
     with tempfile.TemporaryDirectory() as tmp:
         ws = _setup(tmp, base)
         original = Path(tmp, "f.txt").read_bytes()
-        pending = stream(ws, answer, fmt=fmt, context=["f.txt"], cuts=_cuts(data, len(answer)))
+        pending = stream(ws, answer, fmt=fmt, context=["f.txt"], cuts=_cuts(data, len(answer)),
+                         removal_asked=True)
         hunks = pending.files["f.txt"].hunks
         chosen = data.draw(st.lists(st.sampled_from([h.id for h in hunks]), unique=True)) if hunks else []
         review = Review(ws, pending)
@@ -96,11 +99,22 @@ def test_accept_all_then_undo_restores_bytes(fmt, base, target):
     with tempfile.TemporaryDirectory() as tmp:
         ws = _setup(tmp, base)
         original = Path(tmp, "f.txt").read_bytes()
-        pending = stream(ws, answer, fmt=fmt, context=["f.txt"])
+        pending = stream(ws, answer, fmt=fmt, context=["f.txt"], removal_asked=True)
+        hunks = pending.hunks
         review = Review(ws, pending)
         review.accept_all()
+        # flagged deletions (whole files only) stay out of a bulk accept, and only they
+        flagged = [h for h in hunks if h.warning]
+        assert not flagged or fmt == "whole"
+        assert all(h.state == (HunkState.PENDING if h.warning else HunkState.ACCEPTED)
+                   for h in hunks)
+        assert decode(Path(tmp, "f.txt").read_bytes())[0] == apply_changes(
+            base, [h.change for h in hunks if not h.warning])
+        if flagged:
+            review.accept([h.id for h in flagged])  # a deliberate accept takes them
         assert decode(Path(tmp, "f.txt").read_bytes())[0] == target
-        review.undo()
+        while review.can_undo:
+            review.undo()
         assert Path(tmp, "f.txt").read_bytes() == original
         assert all(h.state == HunkState.PENDING for h in pending.hunks)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.formats import choose_format, make_parser
+from app.core.formats import choose, choose_format, make_parser
 from app.core.formats.events import EditBegin, EditEnd, Line, Malformed, OldEnd, Prose
 from app.core.provider import Capabilities
 
@@ -112,13 +112,29 @@ def test_crlf_answers_parse_like_lf():
     assert parse("a.py\r\n<<<<<<< SEARCH\r\nx\r\n=======\r\ny\r\n>>>>>>> REPLACE\r\n") == lf
 
 
-def test_choose_format():
-    plain, tiny = Capabilities(), Capabilities(preferred_format="whole")
-    assert choose_format(tiny, "SmolLM2", [900]) == "whole"  # declared by the back-end
+def test_choose_format_by_measured_cost():
+    plain = Capabilities()
+    tiny = Capabilities(preferred_format="whole", model_class="tiny")
+    # the tiny model: whole files whatever the size (the other formats never applied exactly)
+    assert choose_format(tiny, "SmolLM2", [900]) == "whole"
+    assert choose_format(tiny, "SmolLM2", [3]) == "whole"
+    # models trained on apply_patch (declared, or OpenAI's by family) keep it for large files
     assert choose_format(plain, "gpt-5.3-codex", [900]) == "apply_patch"
     assert choose_format(plain, "openai/gpt-oss-120b", [900]) == "apply_patch"
+    assert choose_format(Capabilities(preferred_format="apply_patch"), "m", [300]) == "apply_patch"
+    # others: search/replace for a file of any size, a whole file when it is shorter than a block
     assert choose_format(plain, "qwen3-coder", [900]) == "search_replace"
-    assert choose_format(plain, "qwen3-coder", [12]) == "whole"
+    assert choose_format(plain, "qwen3-coder", [40]) == "search_replace"
+    assert choose_format(plain, "qwen3-coder", [6]) == "whole"
+    assert choose_format(plain, "qwen3-coder", [4, 3]) == "whole"  # priced per file
+    assert choose_format(plain, "qwen3-coder", [30, 30]) == "search_replace"
+
+
+def test_the_choice_says_why():
+    c = choose(Capabilities(), "qwen3-coder", [6])
+    assert c.fmt == "whole" and "6-line file" in c.reason and "tokens to an exact result" in c.reason
+    c = choose(Capabilities(preferred_format="whole", model_class="tiny"), "SmolLM2", [6])
+    assert "tiny model applies whole file answers exactly" in c.reason
 
 
 # -- format traps: read as a careful reader would, refuse what is ambiguous -------------------

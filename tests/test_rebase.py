@@ -403,7 +403,8 @@ def _review_then_edit_twice(base: list[str], target: list[str], draw, note=lambd
         ws = Workspace(tmp)
         pending = stream(ws, RENDERERS["whole"]("f.txt", base, target) if target else
                          RENDERERS["search_replace"]("f.txt", base, target),
-                         fmt="whole" if target else "search_replace", context=["f.txt"])
+                         fmt="whole" if target else "search_replace", context=["f.txt"],
+                         removal_asked=True)  # read literally (deletions it may not mean flagged)
         if pending.errors:
             return
         review = Review(ws, pending)
@@ -432,6 +433,7 @@ def _review_then_edit_twice(base: list[str], target: list[str], draw, note=lambd
             for h in todo])
         assert not bad  # after a rebase, pending hunks sit on the disk's own lines
         review.accept_all()
+        review.accept([h.id for h in todo if h.warning])  # flagged: left by accept_all
         assert disk_lines(ws) == merged
         check_consistent(ws, pending)
 

@@ -13,6 +13,7 @@ from app.core.session import ContextError, Session
 from app.core.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.view.status import turn_figures
 
 STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))
 
@@ -116,14 +117,49 @@ async def test_the_queue_runs_after_a_complete_answer_only(rig):
     assert failing.queue == ["then sub"]
 
 
+WHOLE_CALC = "Here it is.\n\ncalc.py\n```python\n" + CALC.replace(
+    "def add(a, b):", "def add(a: int, b: int) -> int:") + "```\n"
+
+
+async def test_whole_file_requests_send_the_file_as_the_prediction(rig, demo):
+    session, server = await rig(WHOLE_CALC, fmt="whole")
+    turn = await session.ask("add type hints to add")
+    body = server.stats.bodies[-1]
+    assert body["prediction"] == {"type": "content",
+                                  "content": f"calc.py\n```python\n{CALC.rstrip()}\n```\n"}
+    # the server's figures reach the turn: most of the prediction was kept
+    u = turn.usage
+    assert u.accepted_prediction > 0 and u.rejected_prediction > 0
+    assert u.accepted_prediction > 5 * u.rejected_prediction
+    assert "predicted" in turn_figures(turn) and f"{u.accepted_prediction}/" in turn_figures(turn)
+    # a follow-up, another format, or a back-end without predicted outputs sends none
+    await session.ask("now add a docstring")
+    assert "prediction" not in server.stats.bodies[-1]
+    sr, sr_server = await rig(CALC_ANSWER, fmt="search_replace")
+    await sr.ask("add type hints")
+    assert "prediction" not in sr_server.stats.bodies[-1]
+
+
+async def test_a_server_refusing_predictions_gets_the_request_again_without(rig):
+    session, server = await rig(WHOLE_CALC, fmt="whole", faults=Faults(refuse_prediction=True))
+    turn = await session.ask("add type hints to add")
+    assert turn.complete and turn.error is None
+    assert ["prediction" in b for b in server.stats.bodies] == [True, False]
+    session.review.reject_all()
+    await session.ask("again")  # a new change set, whole again: the provider remembers
+    assert ["prediction" in b for b in server.stats.bodies] == [True, False, False]
+    assert session.provider.predicts is False
+
+
 async def test_prefill_and_format_come_from_declared_capabilities(rig):
     class Prefilled(OpenAIChat):  # the same wire; a back-end that declares it continues answers
-        capabilities = Capabilities(prefill=True, preferred_format="whole")
+        capabilities = Capabilities(prefill=True, preferred_format="whole", model_class="tiny")
 
     whole = "def add(a, b):\n    return a + b\n```\n"
     session, server = await rig(whole, fmt="auto", provider_cls=Prefilled)
     turn = await session.ask("shorten it")
-    assert session.fmt == "whole"  # declared by the back-end, not guessed from its name
+    # the measured cost for the declared (tiny) model, not a guess from its name
+    assert session.fmt == "whole" and "tiny model" in session.fmt_reason
     assert turn.text.startswith("calc.py\n```python\n")  # the prefill is the answer's start
     assert session.pending.files["calc.py"].proposal() == ["def add(a, b):", "    return a + b"]
     plain, _ = await rig(CALC_ANSWER, fmt="auto")

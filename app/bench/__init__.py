@@ -41,6 +41,15 @@ def main(argv: list[str]) -> int:
     n.add_argument("--hunks", type=int, default=2_000)
     n.add_argument("--rate", type=float, default=5_000)
     n.add_argument("--pairs", type=int, default=2, help="app runs with saving off, then on")
+    k = sub.add_parser("task", help="tokens and seconds to an accepted change, per edit format, "
+                       "on small tasks made from the standard library")
+    k.add_argument("--quick", action="store_true", help="6 tasks instead of 24")
+    k.add_argument("--formats", default=",".join(("whole", "search_replace", "apply_patch")))
+    k.add_argument("--backends", default="scripted,model", help="scripted (1,000 tok/s loopback "
+                   "server), model (the embedded model)")
+    k.add_argument("--rate", type=float, default=1000.0, help="the scripted server's tokens/s")
+    k.add_argument("--model-path", help="another GGUF for the model back-end")
+    k.add_argument("--rows", action="store_true", help="also print every task's figures")
     args = p.parse_args(argv)
     if args.which == "sessions":
         from app.bench.sessions import run
@@ -58,6 +67,11 @@ def main(argv: list[str]) -> int:
         from app.bench.transport import run
         result = run(requests=args.requests, trials=args.trials,
                      first_token_delay=args.first_token_delay, model=args.model)
+    elif args.which == "task":
+        from app.bench.task import run
+        result = run(quick=args.quick, formats=args.formats.split(","),
+                     backends=args.backends.split(","), rate=args.rate,
+                     model_path=args.model_path, rows=args.rows)
     elif args.which == "cas":
         from app.bench.cas import run
         result = run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)

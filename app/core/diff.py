@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from app.core.formats import fragments
 from app.core.formats.events import (
     EditBegin,
     EditEnd,
@@ -62,6 +63,9 @@ class Hunk:
     # is on disk now, "mine"; `new` the proposal, "theirs"); None for other hunks
     ancestor: list[str] | None = None
     reason: str = ""  # why the user rejected it (one line, optional): the model is told
+    # why a bulk accept must leave this hunk (a whole-file answer's large or unasked-for
+    # deletion, app/core/formats/fragments.py); a deliberate accept of the hunk still takes it
+    warning: str = ""
 
     @property
     def change(self) -> Change:
@@ -251,6 +255,7 @@ class FileDiff:
         self.move_to: str | None = None
         self.errors: list[str] = []
         self.section_pos = 0  # apply_patch: where the next chunk of this section is sought
+        self.reading: fragments.Reading | None = None  # how its last whole-file answer was read
 
     @property
     def created(self) -> bool:
@@ -360,6 +365,16 @@ class FileDiff:
             edit = Edit(self, h.base_start, list(h.old), aligned=False)
             edit.new, edit.hunks, edit.complete = list(h.new), [h], True
             self.edits.append(edit)
+        if self.reading is not None:  # regrouped: each hunk's warning is its own again
+            self.flag(self.hunks, 0, len(self.base.lines))
+
+    def flag(self, hunks: Iterable[Hunk], start: int, n: int) -> None:
+        """Warn on the hunks of a whole-file answer (covering base[start:start+n]) that a
+        bulk accept must leave: large or unasked-for deletions."""
+        assert self.reading is not None
+        for h in hunks:
+            h.warning = fragments.warning(h.old, h.new, h.base_start - start, h.base_end - start,
+                                          self.reading, self.owner.removal_asked)
 
 
 class _Ignore:
@@ -395,6 +410,10 @@ class PendingDiff:
         self._ids = 0
         self._cur: _Cursor | _Ignore | None = None
         self.turn = 0  # the answer being streamed; its edits never supersede each other
+        # the instruction of the answer now streaming may mean deleting code: a whole-file
+        # answer that shows only part of a file may then delete the rest (flagged); otherwise
+        # the rest is kept (Session sets it per answer; app/core/formats/fragments.py)
+        self.removal_asked = False
         # files whose live rebase waits for the edit streaming into them to end, and who to
         # tell when it has (app.core.sync.Sync)
         self.due: set[str] = set()
@@ -717,11 +736,26 @@ class PendingDiff:
                 return
         if not ev.complete:
             edit.finish(False)
+        elif cur.begin.kind == "whole" and edit.aligned and edit.old:
+            self._finish_whole(fd, edit)
         else:
             edit.finish(True)
             if cur.begin.sequential:
                 fd.section_pos = edit.end
         self._cur = None
+
+    def _finish_whole(self, fd: FileDiff, edit: Edit) -> None:
+        """A whole-file block ended: read it as meant (a fragment replaces its region, lazy
+        markers keep the lines they stand for), then flag deletions a bulk accept must leave."""
+        reading = fragments.read_whole(edit.old, edit.new, removal_asked=self.removal_asked)
+        edit.new = reading.lines
+        fd.reading = reading
+        edit.finish(True)
+        fd.flag(edit.hunks, edit.start, len(edit.old))
+        if reading.note and edit.hunks:
+            edit.hunks[0].note = reading.note
+        elif reading.note:
+            self.error(fd.path, f"{fd.path}: the answer changed nothing ({reading.note})")
 
     def _place_at_end(self, cur: _Cursor) -> Edit | None:
         """apply_patch chunk not placed early: seek its whole old block from the section

@@ -25,6 +25,10 @@ class ReasoningDelta:
 class Usage:
     prompt: int
     completion: int
+    # predicted outputs (Request.prediction): tokens of the prediction the answer kept, and
+    # those it did not (billed as completion tokens all the same); None when none was sent
+    accepted_prediction: int | None = None
+    rejected_prediction: int | None = None
 
 
 @dataclass(slots=True)

@@ -115,6 +115,39 @@ def rejected_lines(hunks: Iterable[Hunk]) -> list[str]:
     return out
 
 
+def prediction(files: Sequence[Snapshot]) -> str | None:
+    """What a whole-file answer is expected to be, for predicted outputs: each file as the
+    prompt shows it (path, fenced content), which is how the answer writes it back."""
+    shown = [render_file(s) for s in files if s.lines]
+    return "\n\n".join(shown) + "\n" if shown else None
+
+
+# a line of a file inside a ``` block: anything but a line opening with ``` (which closes it)
+_GBNF_LINE = ('line ::= ([^`\\n] [^\\n]*)? "\\n" | "`" ([^`\\n] [^\\n]*)? "\\n" '
+              '| "``" ([^`\\n] [^\\n]*)? "\\n"')
+
+
+def grammar(fmt: str, files: Sequence[Snapshot]) -> str | None:
+    """A GBNF grammar for the answer of a grammar-constrained back-end (the embedded model),
+    after its prefill: for a whole file, the file's lines, the closing fence, and nothing
+    after it: a tiny model's prose after the block is noise that costs half its tokens.
+    (Holding the block open for most of the file's lines, so that it cannot stop after the
+    lines it changed, was measured too: it made the model repeat itself to the token limit,
+    and no more answers applied exactly.) None when no grammar applies."""
+    if fmt != "whole" or len(files) != 1 or not files[0].lines:
+        return None
+    if any(t.startswith("```") for t in files[0].lines):
+        return None  # fenced with ````: a rarer shape, left free
+    return f'root ::= line+ "```" "\\n"?\n{_GBNF_LINE}\n'
+
+
+def answer_budget(files: Sequence[Snapshot]) -> int:
+    """Tokens enough for an answer that rewrites the files once, with a few lines of prose:
+    a cap for a tiny model, which may otherwise ramble on for minutes."""
+    chars = sum(len(t) + 1 for s in files for t in s.lines)
+    return 256 + chars // 2  # about two tokens for every four characters
+
+
 def prefill(fmt: str, files: Sequence[Snapshot]) -> str:
     """Start the answer for models that need the nudge: with one file in context, a whole-
     file answer begins with its path and an opening fence."""

@@ -30,6 +30,7 @@ class Request:
     temperature: float | None = None
     prefill: str = ""  # the answer's first characters (sent only to `prefill` back-ends)
     prediction: str | None = None  # predicted output (sent only to `predicted_outputs` ones)
+    grammar: str | None = None  # a GBNF grammar the answer must follow (only to `grammar` ones)
     context: list[str] = field(default_factory=list)  # files the user attached (relative paths)
 
 
@@ -39,8 +40,12 @@ class Capabilities:
     prefill: bool = False  # continues an answer from Request.prefill
     native_steer: bool = False  # steer() redirects the running answer without a new request
     predicted_outputs: bool = False  # honours Request.prediction
+    grammar: bool = False  # constrains its answer by Request.grammar (GBNF, llama.cpp)
     cancel: Literal["close", "message", "thread"] = "close"  # how a cancel reaches the generation
-    preferred_format: str | None = None  # the edit format this back-end's model writes best
+    preferred_format: str | None = None  # the edit format this back-end's model is trained on
+    # which measured row of the format cost table describes the model (formats/costs.py):
+    # "tiny" (the embedded 135M model) or "capable"
+    model_class: str = "capable"
     # an agent (ACP): it is sent the user's words only and keeps its own conversation; its
     # text is prose, its edits arrive as FileEdit / FileWrite events (app.core.events)
     agent: bool = False

@@ -261,9 +261,11 @@ class Review:
 
     @staticmethod
     def _bulk(fd: FileDiff) -> list[Hunk]:
-        # Bulk accepts skip hunks the answer stopped inside and conflicts: those need a
-        # deliberate look; stale ones have no file to go to.
-        return [h for h in fd.hunks if h.state == HunkState.PENDING and not h.incomplete]
+        # Bulk accepts skip hunks the answer stopped inside, conflicts and flagged deletions
+        # (a whole-file answer dropping code it was not asked to): those need a deliberate
+        # look; stale ones have no file to go to.
+        return [h for h in fd.hunks
+                if h.state == HunkState.PENDING and not h.incomplete and not h.warning]
 
     # -- writing ---------------------------------------------------------------------------
     # An accept runs in three steps so that the UI can keep its event loop free: `plan`

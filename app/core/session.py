@@ -32,7 +32,7 @@ from app.core.events import (
     ToolCall,
     Usage,
 )
-from app.core.formats import choose_format, make_parser
+from app.core.formats import choose, fragments, make_parser
 from app.core.formats.base import StreamParser
 from app.core.journal import Entry, Journal
 from app.core.provider import Provider, Request
@@ -163,6 +163,7 @@ class Session:
         self.log: SessionLog | None = None  # where it is saved (app/core/sessions.py), if it is
         self.fmt_choice = fmt
         self.fmt = fmt
+        self.fmt_reason = ""  # why this answer's format was chosen (shown in its title)
         self.context: list[str] = []
         self.outlined: set[str] = set()  # context files sent as their outline only
         self._outline_tokens: dict[tuple, int] = {}
@@ -406,8 +407,11 @@ class Session:
         snapshots: list[Snapshot] | None = None
         if kind == "ask":
             snapshots = self._snapshot_context()
-            fmt = self.fmt_choice if self.fmt_choice != "auto" else choose_format(
-                caps, self.provider.model, [len(s.lines) for s in snapshots])
+            if self.fmt_choice != "auto":
+                fmt, self.fmt_reason = self.fmt_choice, "as asked (--format)"
+            else:
+                choice = choose(caps, self.provider.model, [len(s.lines) for s in snapshots])
+                fmt, self.fmt_reason = choice.fmt, choice.reason
             cut = self._continues()
             outlines = {s.path: budgets.outline(s) for s in snapshots if s.path in self.outlined}
             content = prompts.first_message(
@@ -415,6 +419,7 @@ class Session:
                 interrupted=cut and previous is not None and previous.state == "interrupted")
             if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
                 fmt, content = "agent", instruction
+                self.fmt_reason = "the agent edits files itself"
         else:
             assert self.pending is not None and previous is not None
             if (self.fmt == "agent") != caps.agent:  # a resumed session, another back-end
@@ -426,15 +431,27 @@ class Session:
                                                 interrupted=previous.state == "interrupted")
             fmt = self.fmt
         turn = turn or Turn(instruction, kind)
-        prefill = prompts.prefill(fmt, snapshots if snapshots is not None else self._snapshots) \
-            if caps.prefill else ""
+        bases = snapshots if snapshots is not None else self._snapshots
+        prefill = prompts.prefill(fmt, bases) if caps.prefill else ""
         rec = TurnRec(kind=kind, instruction=instruction, content=content, fmt=fmt,
                       agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
                       time=time.time())
         self._open_turn(rec, turn, snapshots)
-        req = Request(self._messages, model=self.provider.model, max_tokens=self.max_tokens,
-                      temperature=self.temperature, prefill=prefill, context=list(self.context))
+        # a whole-file answer mostly repeats the files: a back-end with predicted outputs
+        # gets them as the prediction (it streams the unchanged parts at once)
+        prediction = (prompts.prediction(bases)
+                      if caps.predicted_outputs and fmt == "whole" and kind == "ask" else None)
+        # a grammar-constrained back-end (llama.cpp) is held to the format's shape (a first
+        # answer: a redirect or follow-up continues where the grammar would not fit)
+        grammar = (prompts.grammar(fmt, bases)
+                   if caps.grammar and caps.prefill and kind == "ask" else None)
+        max_tokens = self.max_tokens
+        if max_tokens is None and caps.model_class == "tiny":
+            max_tokens = prompts.answer_budget(bases)
+        req = Request(self._messages, model=self.provider.model, max_tokens=max_tokens,
+                      temperature=self.temperature, prefill=prefill, prediction=prediction,
+                      grammar=grammar, context=list(self.context))
         self._task = asyncio.get_running_loop().create_task(
             self._run(turn, req, self._parser, events))
         return turn
@@ -457,6 +474,9 @@ class Session:
             assert self.pending is not None
             self.pending.begin_turn()
         assert self.pending is not None
+        # a whole-file answer showing part of a file keeps the rest, unless this instruction
+        # may mean deleting code (then the deletion is proposed, flagged)
+        self.pending.removal_asked = fragments.asks_removal(rec.instruction)
         messages = [{"role": "user", "content": rec.content}] if rec.agent else [
             {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
             {"role": "user", "content": rec.content}]

@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,26 @@ def load(path: str, n_ctx: int = 8192) -> tuple[Any, Any, threading.Lock]:
         return _models[key]
 
 
+_grammars: dict[str, Any] = {}
+
+
+def _grammar(text: str) -> Any:
+    """A parsed GBNF grammar (cached: a session asks with the same one again); a grammar that
+    does not parse is an error of the request, reported as such."""
+    g = _grammars.get(text)
+    if g is None:
+        from llama_cpp import LlamaGrammar
+
+        try:
+            g = LlamaGrammar.from_string(text, verbose=False)
+        except ValueError as exc:
+            raise ValueError(f"the answer's grammar does not parse: {exc}") from None
+        if len(_grammars) > 32:
+            _grammars.clear()
+        _grammars[text] = g
+    return g
+
+
 def _chatml(messages: list[dict[str, str]]) -> str:
     return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages) + (
         "<|im_start|>assistant\n")
@@ -109,10 +130,14 @@ class LocalModel(Provider):
     name = "local"
     # a 135M model copies a file far more reliably than it writes a diff, and it needs the
     # answer started for it (the file's path and an opening fence)
-    capabilities = Capabilities(warm_up=True, prefill=True, cancel="thread", preferred_format="whole")
+    capabilities = Capabilities(warm_up=True, prefill=True, cancel="thread", preferred_format="whole",
+                                model_class="tiny", grammar=True)
 
     def __init__(self, model_path: str | None = None, *, n_ctx: int = 8192) -> None:
         self.model_path = model_path or default_model_path()
+        if self.model_path != default_model_path():  # another GGUF: priced as capable
+            self.capabilities = replace(self.capabilities, preferred_format=None,
+                                        model_class="capable")
         self.model = Path(self.model_path).stem
         self.n_ctx = n_ctx
 
@@ -150,6 +175,7 @@ class LocalModel(Provider):
                         prompt, max_tokens=max_tokens, stream=True,
                         temperature=0.0 if req.temperature is None else req.temperature,
                         stop=["<|im_end|>", "<|endoftext|>"],
+                        grammar=_grammar(req.grammar) if req.grammar else None,
                     ):
                         if stop.is_set():
                             finish = "cancelled"

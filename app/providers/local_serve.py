@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -91,10 +92,13 @@ def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str
 class ServedLocal(OpenAIResponses):
     name = "local"
     capabilities = Capabilities(warm_up=True, prefill=True, native_steer=True, cancel="close",
-                                preferred_format="whole")
+                                preferred_format="whole", model_class="tiny", grammar=True)
 
     def __init__(self, model_path: str | None = None, **kw: object) -> None:
         self.model_path = str(Path(model_path).resolve()) if model_path else default_model_path()
+        if self.model_path != default_model_path():  # another GGUF: priced as capable
+            self.capabilities = replace(self.capabilities, preferred_format=None,
+                                        model_class="capable")
         super().__init__("http://127.0.0.1/v1", Path(self.model_path).stem, None, **kw)  # type: ignore[arg-type]
         self._found: tuple[str, str] | None = None
 

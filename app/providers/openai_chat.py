@@ -28,6 +28,7 @@ class OpenAIChat(Provider):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._key = api_key  # never logged, never part of a message
+        self.predicts = True  # send Request.prediction (until the server refuses it)
         self.retries = retries
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(connect=connect_timeout, read=stall_timeout, write=30.0, pool=30.0),
@@ -72,7 +73,7 @@ class OpenAIChat(Provider):
             body["max_tokens"] = req.max_tokens
         if req.temperature is not None:
             body["temperature"] = req.temperature
-        if req.prediction:
+        if req.prediction and self.predicts:
             body["prediction"] = {"type": "content", "content": req.prediction}
         return body
 
@@ -94,7 +95,13 @@ class OpenAIChat(Provider):
                     if resp.status_code != 200:
                         err = await _http_error(resp)
                         err.message = self._redact(err.message)  # some servers echo the key
-                        if err.retryable and attempt < self.retries:
+                        if "prediction" in body and _refuses_prediction(err):
+                            # not for this model (OpenAI takes it on gpt-4o/4.1 only): ask
+                            # again without, and do not send it again
+                            self.predicts = False
+                            body = self._body(req)
+                            retry_after = 0.0
+                        elif err.retryable and attempt < self.retries:
                             retry_after = _retry_after(resp, attempt)
                         else:
                             yield err
@@ -131,8 +138,7 @@ class OpenAIChat(Provider):
                                     finish = ch["finish_reason"]
                             usage = obj.get("usage") or (obj.get("x_groq") or {}).get("usage")
                             if usage:
-                                yield Usage(usage.get("prompt_tokens", 0),
-                                            usage.get("completion_tokens") or 0)
+                                yield _usage(usage)
                             if len(obj) > 5:  # speed fields ride on the last chunks only
                                 rate = _server_speed(obj)
                                 if rate is not None:
@@ -169,6 +175,17 @@ class OpenAIChat(Provider):
                 return
             yield Done(finish, speed[-1] if speed else None)
             return
+
+
+def _usage(usage: dict) -> Usage:
+    details = usage.get("completion_tokens_details") or {}
+    return Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0,
+                 details.get("accepted_prediction_tokens"), details.get("rejected_prediction_tokens"))
+
+
+def _refuses_prediction(err: Error) -> bool:
+    """A server that does not take `prediction` for this model says so with a 400 naming it."""
+    return err.kind == "http" and "400" in err.message and "predict" in err.message.lower()
 
 
 async def _sse_data(resp: httpx.Response) -> AsyncIterator[str]:

@@ -147,6 +147,8 @@ class OpenAIResponses(Provider):
             fields["temperature"] = req.temperature
         if req.prefill and self.capabilities.prefill:
             fields["prefill"] = req.prefill  # steer serve's extension (responses_wire)
+        if req.grammar and self.capabilities.grammar:
+            fields["grammar"] = req.grammar  # steer serve's extension too
         return fields, items
 
     def _create_frame(self, sock: Socket, fields: dict, items: list[dict]) -> dict:

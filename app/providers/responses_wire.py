@@ -8,6 +8,8 @@ the hot path): pydantic per token would cost more than the rest of the stream.
 steer's extension, understood by `steer serve` only: `prefill` in `response.create` is the
 answer's first characters; the model continues from them and they are not streamed back (the
 client already shows them). An automatic successor (a steered response) inherits it.
+`grammar` is a GBNF grammar the answer must follow (as llama.cpp's server takes it); a
+steered successor does not inherit it (it continues an answer the grammar began).
 """
 
 from __future__ import annotations

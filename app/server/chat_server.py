@@ -44,6 +44,18 @@ def split_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+def prediction_usage(prediction: str, answer: list[str]) -> dict:
+    """OpenAI's figures for a predicted output: the prediction's tokens that appear in the
+    answer (in order) were accepted, the others rejected."""
+    import difflib
+
+    pred = split_tokens(prediction)
+    kept = sum(b.size for b in difflib.SequenceMatcher(None, pred, answer, autojunk=False)
+               .get_matching_blocks())
+    return {"reasoning_tokens": 0, "accepted_prediction_tokens": kept,
+            "rejected_prediction_tokens": len(pred) - kept}
+
+
 @dataclass
 class Faults:
     drop_after: int | None = None  # close the connection mid-answer, no finish, no [DONE]
@@ -59,6 +71,7 @@ class Faults:
     error_event: int | None = None  # WebSocket: answer response.create with an `error` event
     forget_previous: bool = False  # no previous_response_id is ever found
     connection_limit: int | None = None  # WebSocket: after N responses, the 60-minute-limit error
+    refuse_prediction: bool = False  # Chat Completions: a body with `prediction` gets OpenAI's 400
 
 
 @dataclass
@@ -165,7 +178,7 @@ class ChatServer:
 
     def tokens(self, n: int, messages: list[dict], *, prefill: str = "",
                max_tokens: int | None = None, temperature: float | None = None,
-               gen: Generation | None = None) -> AsyncIterator[str]:
+               gen: Generation | None = None, grammar: str | None = None) -> AsyncIterator[str]:
         """The n-th request's tokens from the back-end; "" marks the end of a batch due by now."""
         self.last_activity = time.monotonic()
         if self.replays:
@@ -175,7 +188,8 @@ class ChatServer:
                 if gen is not None:
                     gen.finish = "length"
             return self._replay(tokens)
-        return self._generate(messages, prefill, max_tokens, temperature, gen or Generation())
+        return self._generate(messages, prefill, max_tokens, temperature, gen or Generation(),
+                              grammar)
 
     async def health(self) -> dict:
         import os
@@ -210,6 +224,11 @@ class ChatServer:
             return HttpResponse.json({"error": {"message": "invalid JSON body or missing messages",
                                                 "type": "invalid_request_error"}}, 400)
         self.stats.bodies.append(body)
+        if self.faults.refuse_prediction and "prediction" in body:  # as OpenAI does for most models
+            return HttpResponse.json({"error": {
+                "message": "Predicted outputs are not supported with this model.",
+                "type": "invalid_request_error", "param": "prediction",
+                "code": "unsupported_parameter"}}, 400)
         n = self.next_request()
         refused = self.injected_status(n)
         if refused is not None:
@@ -226,16 +245,24 @@ class ChatServer:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "finish_reason": "stop"}]})
         f = self.stream_faults(n)
+        prediction = body.get("prediction")
+        if isinstance(prediction, dict) and prediction.get("type") == "content":
+            prediction = prediction.get("content")
+            if isinstance(prediction, list):  # content parts
+                prediction = "".join(p.get("text", "") for p in prediction if isinstance(p, dict))
+        if not isinstance(prediction, str):
+            prediction = None
         return HttpResponse(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
-                            stream=self._sse(tokens, model, include_usage, f),
+                            stream=self._sse(tokens, model, include_usage, f, prediction),
                             close=f.drop_after is not None)
 
     async def _sse(self, tokens: AsyncIterator[str], model: str, include_usage: bool,
-                   f: Faults) -> AsyncIterator[bytes]:
+                   f: Faults, prediction: str | None = None) -> AsyncIterator[bytes]:
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         created = int(time.time())
         yield _chunk(cid, model, created, {"role": "assistant", "content": ""})
         n = 0
+        sent: list[str] = []
         batch: list[bytes] = []
         async for tok in tokens:
             if tok == "":  # the pacer's signal: the batch due by now is complete
@@ -255,10 +282,13 @@ class ChatServer:
                 yield b"".join(batch)
                 return
             batch.append(_chunk(cid, model, created, {"content": tok}))
+            sent.append(tok)
             n += 1
         batch.append(_chunk(cid, model, created, {}, "stop"))
         if include_usage:
-            usage = {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n}
+            usage: dict = {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n}
+            if prediction is not None:
+                usage["completion_tokens_details"] = prediction_usage(prediction, sent)
             batch.append(b"data: " + json.dumps({"id": cid, "object": "chat.completion.chunk",
                                                  "created": created, "model": model, "choices": [],
                                                  "usage": usage}).encode() + b"\n\n")
@@ -299,12 +329,14 @@ class ChatServer:
             await asyncio.sleep(min(0.001, max(0.0, (i / self.rate) - (time.perf_counter() - t0))))
 
     async def _generate(self, messages: list[dict], prefill: str, max_tokens: int | None,
-                        temperature: float | None, gen: Generation) -> AsyncIterator[str]:
+                        temperature: float | None, gen: Generation,
+                        grammar: str | None = None) -> AsyncIterator[str]:
         from app.core.events import Done, Error, TextDelta, Usage
         from app.core.provider import Request
 
         assert self._local is not None
-        req = Request(messages, max_tokens=max_tokens, temperature=temperature, prefill=prefill)
+        req = Request(messages, max_tokens=max_tokens, temperature=temperature, prefill=prefill,
+                      grammar=grammar)
         async with self._model_turn:  # FIFO: whoever asked first is served first
             self.stats.started.append(time.perf_counter())
             stream = self._local.stream(req)

@@ -275,9 +275,10 @@ class ResponsesService:
                     "instructions": body.get("instructions"),
                     "max_output_tokens": body.get("max_output_tokens"),
                     "temperature": body.get("temperature"),
-                    "prefill": body.get("prefill") or ""}
+                    "prefill": body.get("prefill") or "",
+                    "grammar": body.get("grammar") or None}
         for key, kind in (("max_output_tokens", int), ("temperature", (int, float)),
-                          ("instructions", str), ("prefill", str)):
+                          ("instructions", str), ("prefill", str), ("grammar", str)):
             if settings[key] is not None and not isinstance(settings[key], kind):
                 raise RequestError("invalid_type", f"{key} has the wrong type", key)
         prev = body.get("previous_response_id")
@@ -311,7 +312,7 @@ class ResponsesService:
             instructions = settings["instructions"]
             prompt = ([{"role": "system", "content": instructions}] if instructions else []) + messages
             gen = Generation()
-            tokens = s.tokens(n, prompt, prefill=settings["prefill"],
+            tokens = s.tokens(n, prompt, prefill=settings["prefill"], grammar=settings["grammar"],
                               max_tokens=settings["max_output_tokens"],
                               temperature=settings["temperature"], gen=gen)
             if s.replays is None:
@@ -371,6 +372,7 @@ class ResponsesService:
             # the successor: the same settings, the kept answer, then the queued input
             messages = [*messages, {"role": "assistant", "content": answer},
                         *[m for st in active.steers for m in st]]
+            settings = {**settings, "grammar": None}  # it shaped the answer from its start
             prev = rid
 
     def _keep(self, rid: str, kept: Kept) -> None:

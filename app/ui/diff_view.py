@@ -431,7 +431,8 @@ class DiffView(ScrollView, can_focus=True):
         state = h.state if h is not None else None
         key = (row, width, current, line_cur, picked, state, self.side_by_side, self.syntax, self.hscroll,
                len(h.new) if h is not None and row.kind == "hunk" else 0,
-               h.incomplete if h is not None else None, h.note if h is not None else None)
+               h.incomplete if h is not None else None, h.note if h is not None else None,
+               h.warning if h is not None else None)
         strip = self._cache.get(key)
         if strip is None:
             unlit = len(self._unlit)
@@ -471,6 +472,8 @@ class DiffView(ScrollView, can_focus=True):
             label = STATE_LABEL[h.state]
             if h.incomplete:
                 label += " · incomplete: the answer stopped inside it"
+            if h.warning and h.state != HunkState.ACCEPTED:
+                label += f" · ⚠ {h.warning}: not in accept all, y accepts it"
             style = self._style(h.state.value)
             if h.state == HunkState.STREAMING:
                 text = f" #{h.id} {label}   at line {h.base_start + 1} · {len(h.new)} new lines so far"

@@ -334,7 +334,7 @@ class FrameSync:
         turn = self.session.turn
         if force or now - self._title_at >= TITLE_EVERY:
             self._title_at = now
-            title = answer_title(turn, raw=self.mode == "raw")
+            title = answer_title(turn, self.session, raw=self.mode == "raw")
             if title != self._title:
                 self._title = f.title = title
         live = turn is not None and turn.live

@@ -77,6 +77,7 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
         "provider": session.provider.name,
         "model": session.provider.model,
         "format": session.fmt,
+        "format_reason": session.fmt_reason,
         "stats": {
             "state": turn.state,
             "finish_reason": turn.finish_reason,
@@ -87,6 +88,8 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
             "server_tokens_per_s": turn.server_tokens_per_s,
             "elapsed_s": turn.elapsed,
             "prompt_tokens": turn.usage.prompt if turn.usage else None,
+            "accepted_prediction_tokens": turn.usage.accepted_prediction if turn.usage else None,
+            "rejected_prediction_tokens": turn.usage.rejected_prediction if turn.usage else None,
         },
         "error": {"kind": turn.error.kind, "message": turn.error.message} if turn.error else None,
         "explanation": "\n".join(pending.prose).strip(),
@@ -100,7 +103,7 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
                 "hunks": [
                     {"id": h.id, "state": h.state.value, "incomplete": h.incomplete,
                      "old_start": h.base_start + 1, "old_lines": len(h.old), "removed": h.old,
-                     "added": h.new, "note": h.note}
+                     "added": h.new, "note": h.note, "warning": h.warning}
                     for h in fd.hunks
                 ],
             }

@@ -12,9 +12,15 @@ def turn_figures(turn: Turn) -> str:
     narrow pane crops the least useful figures."""
     rate = turn.tokens_per_s
     ttft = turn.ttft
+    usage = turn.usage
+    predicted = None
+    if usage is not None and usage.accepted_prediction is not None:
+        predicted = (f"predicted {usage.accepted_prediction}/"
+                     f"{usage.accepted_prediction + (usage.rejected_prediction or 0)} tok kept")
     parts = [turn.state,
              f"{rate:,.0f} tok/s" if rate else None,
              f"{turn.tokens} tok",
+             predicted,
              f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
              f"{turn.elapsed:.1f}s"]
     return " · ".join(p for p in parts if p)
@@ -25,18 +31,28 @@ def status_text(provider: Provider, turn: Turn) -> str:
     return f"{provider.label} · {turn_figures(turn)}"
 
 
-def answer_title(turn: Turn | None, raw: bool = False) -> str:
+def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = False) -> str:
+    """"Conversation · figures · format whole: why": the format chosen for the answer and why,
+    last (a narrow pane crops it before the figures)."""
     head = "Conversation (raw: what the model sent)" if raw else "Conversation"
-    return head if turn is None else f"{head} · {turn_figures(turn)}"
+    if turn is None:
+        return head
+    fmt = ""
+    if session is not None and session.fmt_reason and turn is session.turn:
+        fmt = f" · format {session.fmt}: {session.fmt_reason}"
+    return f"{head} · {turn_figures(turn)}{fmt}"
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:
-    counts = {"open": 0, "accepted": 0, "rejected": 0, "streaming": 0, "conflict": 0}
+    counts = {"open": 0, "accepted": 0, "rejected": 0, "streaming": 0, "conflict": 0,
+              "flagged": 0}
     for h in pending.hunks:
         if h.state in OPEN:
             counts["open"] += 1
             if h.state == HunkState.CONFLICT:
                 counts["conflict"] += 1
+            if h.warning:  # open, and left out of bulk accepts
+                counts["flagged"] += 1
         elif h.state == HunkState.ACCEPTED:
             counts["accepted"] += 1
         elif h.state == HunkState.REJECTED:
@@ -58,6 +74,9 @@ def review_line(session: Session) -> str:
     if c["streaming"]:
         text += f", {c['streaming']} streaming"
     text += f", {c['accepted']} accepted, {c['rejected']} rejected"
+    if c["flagged"]:
+        text += (f" · ⚠ {c['flagged']} large deletion{'s' if c['flagged'] != 1 else ''}: not in "
+                 "accept all")
     refused = sum(1 for e in pending.errors if e.turn == pending.turn)
     if refused:
         text += f" · {refused} edit{'s' if refused != 1 else ''} refused (r retries)"
