@@ -123,6 +123,26 @@ async def test_the_raw_view_carries_the_whole_answer_once_in_order(demo, seed):
     assert answer_text(frames) == session.turn.text == CALC_ANSWER
 
 
+@pytest.mark.parametrize("seed", range(8))
+async def test_a_card_drawn_streaming_that_ends_refused_says_so(demo, seed):
+    # the answer again: its blocks cannot apply twice; a card first drawn while its block
+    # streamed ends with an error and no hunk, and must still be drawn again as it ended
+    server = await served(CALC_ANSWER * 2, rate=4000)
+    session = session_for(demo, server)
+    clock, rnd = Clock(), random.Random(seed)
+    sync = FrameSync(session, clock)
+    try:
+        session.start("add type hints")
+        frames = await take_until_done(sync, session, clock, rnd)
+    finally:
+        await session.aclose()
+        await server.close()
+    shown = cards(frames)
+    assert not [t for t in shown.values() if "streaming" in t]
+    assert shown[0].startswith("✎ calc.py  #1 #2 #3  pending  +5 −3")
+    assert sum(t.count("the lines to replace were not found") for t in shown.values()) == 3
+
+
 async def test_a_decision_changes_the_card_line(demo):
     server = await served(CALC_ANSWER)
     session = session_for(demo, server)

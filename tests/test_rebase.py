@@ -470,8 +470,9 @@ def test_an_accepted_deletion_inside_a_clusters_span_becomes_the_users(tmp_path)
     user's file, like an accepted hunk the user edited."""
     base = ["a", "a", "a", "c", "a", "c", "a", "a", "a", "a"]
     ws = Workspace(init_repo(tmp_path / "r", {"f.txt": _text(base)}))
+    # (asked to remove: the whole answer is read as it is, not as a fragment of the file)
     pending = stream(ws, RENDERERS["whole"]("f.txt", base, ["c", "c", "a", "a", "a"]),
-                     fmt="whole", context=["f.txt"])
+                     fmt="whole", context=["f.txt"], removal_asked=True)
     review = Review(ws, pending)
     fd = pending.files["f.txt"]
     h1, h2, h3 = sorted(fd.hunks, key=lambda h: h.base_start)

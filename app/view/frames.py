@@ -89,7 +89,8 @@ class CardLine:
     key: int
     cards: list[Card]
     text: str = ""
-    seen: tuple = ()  # (hunk id, rev) of its hunks when its text was made
+    seen: tuple = ()  # its cards' (done, error) and hunks' (id, rev) when its text was made
+    drawn_live: bool = False  # a card of it was still streaming then
 
     @property
     def path(self) -> str | None:
@@ -192,6 +193,8 @@ class FrameSync:
                     self._add_card(f, item, pending)
                 else:
                     self._tail = ""
+                    if item[1].strip():  # a card after words: a line of its own
+                        self._last_key = -1
                     f.answer.append(Piece(item[1] + "\n", "md"))
         tail = self.session.tentative if turn is self.session.turn else ""
         if tail != self._tail:
@@ -231,10 +234,12 @@ class FrameSync:
         return [i for c in line.cards for i in c.hunk_ids() if i in ids]
 
     def _emit_card(self, f: Frame, line: CardLine, by_id, force: bool = False) -> None:
-        seen = tuple((i, by_id[i].rev) for c in line.cards for i in c.hunk_ids() if i in by_id)
+        # a card that ended with an error has no hunk to change: its own state counts too
+        seen = (tuple((c.done, c.error) for c in line.cards),
+                tuple((i, by_id[i].rev) for c in line.cards for i in c.hunk_ids() if i in by_id))
         if not force and not line.live and seen == line.seen:
             return  # none of its hunks changed: a file of 100 cards costs 100 lookups, no text
-        line.seen = seen
+        line.seen, line.drawn_live = seen, line.live
         text, style = card_text(line.cards, by_id)
         if force or text != line.text:
             line.text = text
@@ -245,7 +250,8 @@ class FrameSync:
         pending = self._pending
         if pending is None or not self.cards:
             return
-        due = [c for c in self.cards if c.live or c.path in f.dirty or force]
+        # streaming, changed, or last drawn while streaming (it may have ended since)
+        due = [c for c in self.cards if c.live or c.path in f.dirty or force or c.drawn_live]
         if due:
             by_id = {h.id: h for h in pending.hunks}
             for line in due:
