@@ -55,6 +55,7 @@ def saved_text(path: Path) -> str:
 def take_over(root: Path, sid: str) -> Session:
     session = Session(Workspace(root), Provider())  # no model is asked: only the log is read
     resume.resume(session, SessionStore(root), sid)
+    assert session.log is not None and session.log.flush()  # its writer thread wrote the End
     return session
 
 
