@@ -85,7 +85,9 @@ class SteerApp(App):
 
         self.push_screen(ConfirmScreen(
             f"{n} hunk{'s are' if n != 1 else ' is'} still open. Quit anyway?",
-            "Nothing of it is written; quitting drops the proposal."), callback=answered)
+            "Nothing of it is written; `steer --resume` brings it back." if self.session.log
+            else "Nothing of it is written, and this session is not saved: it is lost."),
+            callback=answered)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_names))

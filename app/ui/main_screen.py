@@ -55,7 +55,7 @@ IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the 
 BADGES_EVERY = 0.25  # while streaming, the tree's badges change at most this often
 GC_AFTER = 0.5
 TYPING_PAUSE = 1.5  # seconds since the last key in the prompt: still typing
-GUARD = 0.8  # after the focus moved to the review on its own, letters stay text this long  # seconds after an answer ends: its last frames are on screen by then
+GUARD = 0.8  # after the focus moved to the review on its own, letters stay text this long
 
 WHERE = {  # the key bar's first word: where the next key goes
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
