@@ -283,3 +283,34 @@ def test_left_out_blank_edges_stay_unless_removal_was_asked():
     assert asked.lines == ["a"] and [(s, e) for s, e, _ in asked.flags] == [(1, 3)]
     lead = read_whole(["", "x = 1", "y = 2"], ["x = 1", "y = 3"], removal_asked=True)
     assert lead.lines == ["x = 1", "y = 3"] and [(s, e) for s, e, _ in lead.flags] == [(0, 1)]
+
+
+def test_a_rewrite_that_drops_code_across_several_hunks_is_flagged(tmp_path):
+    # the embedded model asked for a docstring: it rewrote the function and dropped the one
+    # before it; no hunk deletes 5 lines, together they delete 8 (steer bench task found it)
+    base = ("def _isrecursive(pattern):\n    if isinstance(pattern, bytes):\n"
+            "        return pattern == b'**'\n    else:\n        return pattern == '**'\n\n"
+            "def has_magic(s):\n    if isinstance(s, bytes):\n"
+            "        match = magic_check_bytes.search(s)\n    else:\n"
+            "        match = magic_check.search(s)\n    return match is not None\n")
+    answer = _answer("f.py", ["import glob", "", "def has_magic(pattern):",
+                              '    return bool(glob.glob(f"{pattern}.*"))'])
+    ws, pending = _run(tmp_path, base, answer)
+    assert len(pending.hunks) >= 2
+    assert all("large deletion" in h.warning for h in pending.hunks if len(h.old) > len(h.new))
+    assert _accept_all(ws, pending) == base.rstrip("\n").split("\n")  # Accept all leaves them
+
+
+def test_a_whole_answer_that_drops_a_definition_is_flagged(tmp_path):
+    # asked for a type hint, the embedded model renamed the function (its old name appears
+    # nowhere in the answer): bulk accepts leave that; asked to remove things, it is not flagged
+    base = "def _get_sep(path):\n    return '/'\n\n\ndef normcase(s):\n    return s\n"
+    answer = _answer("f.py", ["def posixpath_get_sep(path):", "    return '/'", "", "",
+                              "def normcase(s):", "    return s"])
+    ws, pending = _run(tmp_path, base, answer)
+    (h,) = pending.hunks
+    assert h.warning.startswith("deletes _get_sep")
+    assert _accept_all(ws, pending) == base.rstrip("\n").split("\n")
+    with tempfile.TemporaryDirectory() as d:
+        ws, pending = _run(Path(d), base, answer, removal_asked=True)
+        assert [h.warning for h in pending.hunks] == [""]

@@ -159,7 +159,7 @@ async def test_prefill_and_format_come_from_declared_capabilities(rig):
     session, server = await rig(whole, fmt="auto", provider_cls=Prefilled)
     turn = await session.ask("shorten it")
     # the measured cost for the declared (tiny) model, not a guess from its name
-    assert session.fmt == "whole" and "tiny model" in session.fmt_reason
+    assert session.fmt == "whole" and "no format applied exactly" in session.fmt_reason
     assert turn.text.startswith("calc.py\n```python\n")  # the prefill is the answer's start
     assert session.pending.files["calc.py"].proposal() == ["def add(a, b):", "    return a + b"]
     plain, _ = await rig(CALC_ANSWER, fmt="auto")

@@ -85,6 +85,16 @@ class Reading:
     # base line ranges [s, e) whose deletion may be a fragment's left-out part, with why: the
     # hunks touching them are flagged
     flags: list[tuple[int, int, str]] = field(default_factory=list)
+    # lines of code (not blank) the file has more than the reading: a whole answer that is
+    # much shorter than the file deletes code, however its diff splits into hunks
+    lost: int = 0
+    gone: frozenset[str] = frozenset()  # names the file defines that the reading never mentions
+
+
+# a definition's name (Python, JS/TS, Go, Rust, C-like `class`/`struct`): a whole answer that
+# drops it deleted the definition or renamed it unasked
+_DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|func|fn|struct|interface|enum)\s+"
+                  r"([A-Za-z_]\w*)")
 
 
 @dataclass
@@ -98,7 +108,20 @@ class _Fit:
 
 def read_whole(base: Sequence[str], new: Sequence[str], *, removal_asked: bool = False) -> Reading:
     """The whole file the block `new` stands for, given the file `base` it replaces."""
-    base, new = list(base), list(new)
+    reading = _read_whole(list(base), list(new), removal_asked)
+    reading.lost = _code(base) - _code(reading.lines)
+    names = {m.group(1) for t in base if (m := _DEF.match(t))}
+    if names:
+        words = set(_WORD.findall("\n".join(reading.lines)))
+        reading.gone = frozenset(names - words)
+    return reading
+
+
+def _code(lines: Sequence[str]) -> int:
+    return sum(1 for t in lines if t.strip())
+
+
+def _read_whole(base: list[str], new: list[str], removal_asked: bool) -> Reading:
     if not base or not new:
         # a new or empty file is written as given; an empty block is left alone upstream
         return Reading(new)
@@ -164,10 +187,19 @@ def warning(old: Sequence[str], new: Sequence[str], start: int, end: int,
             for s, e, why in reading.flags:
                 if (start <= e and s <= end) or len(old) > len(new):
                     return why
-    lost = sum(1 for t in old if t.strip()) - sum(1 for t in new if t.strip())
+    lost = _code(old) - _code(new)
     if not removal_asked and lost >= LARGE_DELETION:
         return (f"large deletion: {lost} lines more removed than added, and the instruction did "
                 "not ask to remove anything")
+    if not removal_asked and reading.lost >= LARGE_DELETION and lost > 0:
+        # a rewrite several hunks wide: none deletes much, together they delete the code
+        return (f"large deletion: the answer has {reading.lost} lines of code fewer than the "
+                "file, and the instruction did not ask to remove anything")
+    if not removal_asked and reading.gone:
+        gone = [m.group(1) for t in old if (m := _DEF.match(t)) and m.group(1) in reading.gone]
+        if gone:
+            return (f"deletes {gone[0]}, which the answer never mentions again (deleted or "
+                    "renamed), and the instruction did not ask to remove anything")
     return ""
 
 
