@@ -64,6 +64,26 @@ async def test_prose_renders_as_markdown_while_it_streams():
         assert view._blocks[0].strips is kept
 
 
+async def test_a_long_conversation_lets_go_of_what_is_far_above_and_draws_it_again():
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = app.query_one(StreamView)
+        for i in range(120):  # a long session: many paragraphs, many screens
+            view.write_line(f"› question {i}", "user")
+            view.add_markdown(f"Answer {i}: the **function** `f{i}` now checks its input.\n\n")
+        await pilot.pause()
+        rows = len(view._rows)
+        held = [b for b in view._blocks if b.strips is not None]
+        assert rows > 300 and len(held) < len(view._blocks) // 3  # most let their strips go
+        assert view.text.count("the **function**") == 120  # the text itself is all there
+        # scrolled back to the top, the first paragraphs are drawn as they were
+        view.action_scroll_by(-10_000)
+        await pilot.pause()
+        lines = [view.render_line(y).text.rstrip() for y in range(view.size.height)]
+        assert "› question 0" in lines and any("Answer 0: the function f0 now" in t for t in lines)
+        assert len(view._rows) == rows  # the same rows: heights kept while let go
+
+
 async def test_a_card_leads_to_its_hunk_by_enter_and_by_click(demo):
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app

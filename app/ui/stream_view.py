@@ -35,6 +35,7 @@ from app.view.layout import TAB
 
 STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-cursor", *CARD_STYLES)
 JUMP_WINDOW = 0.25  # a jump leaves room for as many rows as arrived in this many seconds
+KEEP_ABOVE = 3  # screens of rows above the view that keep their rendered strips
 FENCE_MARKS = ("```", "~~~")
 
 
@@ -78,7 +79,26 @@ class Block:
     key: int | None = None  # card
     closed: bool = False  # md: a later block started; plain: its line ended
     fenced: bool = False  # md: inside a ``` code block
-    strips: list[Strip] | None = field(default=None, repr=False)  # rendered, at the width
+    _strips: list[Strip] | None = field(default=None, repr=False)  # rendered, at the width
+    # rows it had when its strips were let go, far above the view (they come back rendered
+    # when scrolled to); None: its height is its strips'
+    height: int | None = None
+
+    @property
+    def strips(self) -> list[Strip] | None:
+        return self._strips
+
+    @strips.setter
+    def strips(self, strips: list[Strip] | None) -> None:
+        self._strips, self.height = strips, None  # a change: the height is the new strips'
+
+    def rows(self) -> int | None:
+        """Its height when known without rendering it."""
+        return len(self._strips) if self._strips is not None else self.height
+
+    def evict(self) -> None:
+        if self._strips is not None:
+            self._strips, self.height = None, len(self._strips)
 
 
 class StreamView(ScrollView, can_focus=True):
@@ -133,6 +153,7 @@ class StreamView(ScrollView, can_focus=True):
         self._blocks: list[Block] = []
         self._first_row: list[int] = []  # first row of each block
         self._rows: list[tuple[int, int]] = []  # (block, row in it)
+        self._kept = 0  # blocks before this one have let their strips go (far above the view)
         self._cards: dict[int, int] = {}  # card key -> block index
         self._width = 0
         self._height = 0
@@ -161,6 +182,7 @@ class StreamView(ScrollView, can_focus=True):
 
     def clear(self) -> None:
         self._blocks, self._first_row, self._rows, self._cards = [], [], [], {}
+        self._kept = 0
         self._top = 0
         self.card_cursor = None
         self._set_tail(True)
@@ -265,7 +287,7 @@ class StreamView(ScrollView, can_focus=True):
 
     def _first_md_dirty(self) -> int:
         i = len(self._blocks) - 1
-        while i > 0 and self._blocks[i - 1].kind == "md" and self._blocks[i - 1].strips is None:
+        while i > 0 and self._blocks[i - 1].kind == "md" and self._blocks[i - 1].rows() is None:
             i -= 1
         return i
 
@@ -281,12 +303,15 @@ class StreamView(ScrollView, can_focus=True):
         if not self._blocks:
             return
         first = max(0, min(first, len(self._blocks) - 1))
+        self._kept = min(self._kept, first)  # from here on, blocks render (and hold) again
         start_row = self._first_row[first]
         before = len(self._rows)
         del self._rows[start_row:]
         for i in range(first, len(self._blocks)):
             self._first_row[i] = len(self._rows)
-            self._rows += [(i, r) for r in range(len(self._strips(self._blocks[i])))]
+            b = self._blocks[i]
+            n = b.rows()
+            self._rows += [(i, r) for r in range(len(self._strips(b)) if n is None else n)]
         self._placed(start_row, before)
 
     def _repaint_block(self, i: int) -> None:
@@ -316,10 +341,21 @@ class StreamView(ScrollView, can_focus=True):
         if n - self._top > height:  # full: jump, leaving room for the rows of the next frames
             room = min(height // 2, max(2, sum(k for _, k in self._recent)))
             self._top = max(0, n - height + room)
+            self._let_go(self._top - KEEP_ABOVE * height)
             self.refresh()
         else:  # only the rows that changed, where they are on screen
             y0 = max(0, start_row - self._top)
             self.refresh(Region(0, y0, width, max(1, max(n, before) - self._top - y0)))
+
+    def _let_go(self, row: int) -> None:
+        """Blocks that end above `row` let their strips go (a long session's answers would
+        hold every rendered line); they keep their height, and render again if scrolled to."""
+        blocks, first = self._blocks, self._first_row
+        i = self._kept
+        while i + 1 < len(blocks) and first[i + 1] <= row:
+            blocks[i].evict()
+            i += 1
+        self._kept = i
 
     # -- rendering a block -----------------------------------------------------------------
     def _style(self, name: str) -> Style:
