@@ -89,3 +89,34 @@ def test_ask_watch_accept_reject_in_a_real_terminal(demo, served, tmp_path):
         tmux.keys("C-q")
     finally:
         tmux.kill()
+
+
+def test_a_file_the_answer_left_unchanged_is_drawn_whole_in_a_real_terminal(demo, tmp_path):
+    """The diff pane repaints only rows that changed; going from its empty message to a file
+    with notes and no hunk must not leave the message or a row of the stream on screen
+    (a headless screenshot re-renders everything and cannot see that; a terminal can)."""
+    answer = tmp_path / "answer.txt"
+    answer.write_text("calc.py\n```python\n" + CALC.split("\n\n")[0] + "\n```\n")  # a fragment
+    proc = subprocess.Popen([STEER, "serve", "--replay", str(answer), "--rate", "400",
+                             "--port", "0"], stdout=subprocess.PIPE, text=True)
+    url = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+    env = (f"XDG_CONFIG_HOME={tmp_path}/cfg XDG_STATE_HOME={tmp_path}/state TERM=xterm-256color "
+           f"EDITOR= VISUAL=")
+    tmux = Tmux("unchanged")
+    tmux.run("new-session", "-d", "-s", "unchanged", "-x", "160", "-y", "48",
+             f"cd {demo} && env -u COLUMNS -u LINES {env} {STEER} --base-url {url} "
+             f"--model replay --format whole -f calc.py; sleep 5")
+    try:
+        tmux.wait_for("Ask for a change", "calc.py")
+        tmux.keys("add a docstring")
+        tmux.keys("Enter")
+        screen = tmux.wait_for("· done ·", "the answer changed nothing")
+        time.sleep(0.5)
+        screen = tmux.screen()
+        assert "its pending diff appears here" not in screen, screen
+        assert screen.count("no changes proposed for this file") == 1, screen
+        tmux.keys("C-q")
+    finally:
+        tmux.kill()
+        proc.terminate()
+        proc.wait(10)

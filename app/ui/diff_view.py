@@ -165,6 +165,7 @@ class DiffView(ScrollView, can_focus=True):
         self.path: str | None = None  # the file shown (pending diff or git view)
         self._fixed: list[Row] | None = None  # a read-only view's rows
         self.file_layout: FileLayout | None = None
+        self._source: object = None  # what the rows on screen were laid out from
         self.rows: list[Row] = []
         self.cursor_id: int | None = None
         self.line_cursor = 0
@@ -224,6 +225,10 @@ class DiffView(ScrollView, can_focus=True):
     def refresh_rows(self) -> None:
         """Re-layout after the pending diff changed (called at most once per frame)."""
         old_len = len(self.rows)
+        source = self._fixed if self._fixed is not None else self.file_layout
+        if source is not self._source:  # another file or view: none of the rows on screen stay
+            self._source, old_len = source, 0
+            self.refresh()
         if self._fixed is not None:
             self.rows = self._fixed
             self._hunk_rows, first = {}, 0

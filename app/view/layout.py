@@ -104,7 +104,8 @@ class FileLayout:
             pos = max(hi, h.base_end)
         if hunks and pos < len(base):
             out.append(Row("gap", f"{len(base) - pos} unchanged lines", old_no=pos + 1, new_no=pos + 1 + shift))
-        self.changed = _runs(self._rows, out, start)
+        # laid out from the top: the file's notes above the first hunk may have changed too
+        self.changed = _runs(self._rows, out, 0 if k == 0 else start)
         self._rows, self._marks = out, marks
         self._hunks = [(h, h.rev) for h in hunks]
         live = {(h.id, side_by_side) for h in hunks}
