@@ -176,7 +176,7 @@ class StreamView(ScrollView, can_focus=True):
                 out.append(b.text)
             elif b.kind == "card":
                 out.append(b.text)
-            else:
+            elif (b.text + b.tail).strip():  # a paragraph whose tail went (to a card) is no line
                 out.append((b.text + b.tail).rstrip("\n"))
         return "\n".join(out)
 
