@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -118,3 +119,23 @@ def stop_registered_servers(state: Path) -> None:
 def demo(tmp_path: Path) -> Path:
     """A small repository named `demo` (the name shows in the app's header)."""
     return init_repo(tmp_path / "demo", {"calc.py": CALC, "README.md": "# Demo\n\nA calculator.\n"})
+
+
+def wait_stopped(proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Until a `steer` started with STEER_STOP_AT has SIGSTOPped itself (app/core/faults.py)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(f"/proc/{proc.pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.005)
+    proc.kill()
+    pytest.fail(f"steer did not stop: {proc.communicate()[1]}")
+
+
+SRC = "".join(f"line {i}\n" for i in range(1, 21))  # a file whose every line is unique
+
+
+def sr(path: str, old: str, new: str) -> str:
+    """A search/replace block, as models write them."""
+    return f"{path}\n```\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n"

@@ -13,21 +13,15 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo
+from conftest import SRC, git, init_repo, sr, wait_stopped
 
 from app.server.chat_server import Faults, ServerThread, split_tokens
 
 STEER = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
-SRC = "".join(f"line {i}\n" for i in range(1, 21))
 KEY = "sk-test-5f1e9c0ffee0123456789abcdef"
-
-
-def sr(path: str, search: str, replace: str) -> str:
-    return f"{path}\n```\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```\n"
 
 
 ANSWER = ("Two small changes.\n\n" + sr("f.txt", "line 3\n", "line three\n")
@@ -293,17 +287,6 @@ def child(root: Path, *args: str, stop: str) -> subprocess.Popen:
     e = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "STEER_STOP_AT": stop}
     return subprocess.Popen([sys.executable, "-m", "app", *args], cwd=root, env=e,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def wait_stopped(proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        with open(f"/proc/{proc.pid}/stat") as fh:
-            if fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
-                return
-        time.sleep(0.005)
-    proc.kill()
-    pytest.fail(f"steer did not stop: {proc.communicate()[1]}")
 
 
 def immutable(path: Path, on: bool) -> None:

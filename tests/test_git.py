@@ -11,19 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, stream
+from conftest import SRC, git, init_repo, sr, stream
 
 from app.core import repo as repo_mod
 from app.core.diff import HunkState
 from app.core.git import GitRepo, find_root
 from app.core.review import Review
 from app.core.workspace import Workspace
-
-SRC = "".join(f"line {i}\n" for i in range(1, 21))
-
-
-def sr(path: str, old: str, new: str) -> str:
-    return f"{path}\n```\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n"
 
 
 def gitb(cwd: Path, *args: str) -> bytes:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo
+from conftest import git, init_repo, wait_stopped
 
 from app.bench.demo import CALC, CALC_ANSWER
 from app.core import resume
@@ -35,17 +35,6 @@ def steer(root: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
     e = {**os.environ, "PYTHONPATH": str(HERE), **(env or {})}
     return subprocess.Popen([sys.executable, "-m", "app", *args], cwd=root, env=e,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_stopped(proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        with open(f"/proc/{proc.pid}/stat") as fh:
-            if fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
-                return
-        time.sleep(0.005)
-    proc.kill()
-    pytest.fail(f"steer did not stop: {proc.communicate()[1]}")
 
 
 def saved_text(path: Path) -> str:

@@ -19,18 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo
+from conftest import SRC, git, init_repo, sr
 
 from app.core.journal import Journal
 from app.core.workspace import Workspace
 from app.server.chat_server import ServerThread
 
-SRC = "".join(f"line {i}\n" for i in range(1, 21))
 HERE = Path(__file__).resolve().parents[1]
-
-
-def sr(path: str, search: str, replace: str) -> str:
-    return f"{path}\n```\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```\n"
 
 
 class Child:

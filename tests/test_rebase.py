@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import init_repo, stream
+from conftest import SRC, init_repo, sr, stream
 from hypothesis import event, given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
@@ -20,13 +20,6 @@ from app.core.linediff import Change, apply_changes, rebase
 from app.core.review import Review
 from app.core.textfile import decode
 from app.core.workspace import Workspace
-
-SRC = "".join(f"line {i}\n" for i in range(1, 21))
-
-
-def sr(path: str, old: str, new: str) -> str:
-    return f"{path}\n```\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n"
-
 
 TWO_EDITS = sr("f.txt", "line 3\n", "line three\n") + sr("f.txt", "line 15\n", "line fifteen\n")
 

@@ -10,20 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import init_repo, stream
+from conftest import SRC, init_repo, sr, stream
 
 from app.core.diff import HunkState, PendingDiff
 from app.core.formats import make_parser
 from app.core.journal import Journal, UndoRefused
 from app.core.review import Review
 from app.core.workspace import Workspace
-
-SRC = "".join(f"line {i}\n" for i in range(1, 21))
-
-
-def sr(path: str, old: str, new: str) -> str:
-    return f"{path}\n```\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n"
-
 
 TWO_EDITS = sr("f.txt", "line 3\n", "line three\n") + sr("f.txt", "line 15\n", "line fifteen\n")
 

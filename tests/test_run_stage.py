@@ -12,16 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo
+from conftest import SRC, git, init_repo, sr
 
 from app.server.chat_server import ServerThread
 
 STEER = [sys.executable, "-m", "app"]
-SRC = "".join(f"line {i}\n" for i in range(1, 21))
-
-
-def sr(path: str, search: str, replace: str) -> str:
-    return f"{path}\n```\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```\n"
 
 
 ANSWER = "Two changes.\n\n" + sr("f.txt", "line 10\n", "line ten\n") + sr("f.txt", "line 15\n", "fifteen\n")

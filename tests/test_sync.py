@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo
+from conftest import SRC, git, init_repo, sr
 
 from app.core.diff import HunkState
 from app.core.review import Review
@@ -20,13 +20,6 @@ from app.core.sync import Sync
 from app.core.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer, Faults, split_tokens
-
-SRC = "".join(f"line {i}\n" for i in range(1, 21))
-
-
-def sr(path: str, old: str, new: str) -> str:
-    return f"{path}\n```\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n"
-
 
 ANSWER = ("Three changes.\n\n" + sr("f.txt", "line 3\n", "three\n")
           + sr("f.txt", "line 10\nline 11\n", "ten\neleven\n") + sr("f.txt", "line 18\n", "eighteen\n"))

@@ -131,7 +131,7 @@ class Journal:
         for tmp, path in staged:
             os.replace(tmp, path)
         if staged:
-            _fsync_dir(self.blobs)
+            fsync_dir(self.blobs)
 
     def blob(self, key: str) -> bytes:
         return (self.blobs / key).read_bytes()
@@ -164,7 +164,7 @@ class Journal:
             fh.flush()
             os.fsync(fh.fileno())
         if new:
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
 
     # -- the two phases of a step ----------------------------------------------------------
     def begin(self, op: Literal["accept", "undo"], label: str,
@@ -177,7 +177,7 @@ class Journal:
         self.open.mkdir(parents=True, exist_ok=True)
         with open(self.open / entry.id, "w"):
             pass
-        _fsync_dir(self.open)
+        fsync_dir(self.open)
         self._append({"rec": "begin", **entry.model_dump(exclude={"done", "notes"})})
         stop_point(f"{op}:begun")
         return entry
@@ -416,7 +416,8 @@ def reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """A rename or a new file in `path` survives a crash once the folder itself is synced."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -36,6 +36,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from app.core.journal import fsync_dir
 from app.core.snapshot import Snapshot
 from app.core.textfile import NotText, TextFormat
 
@@ -343,7 +344,7 @@ class SessionLog:
             if good < os.fstat(self._fd).st_size:  # drop a torn tail before appending
                 os.ftruncate(self._fd, good)
         else:
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         self._secrets = env_secrets()
         self._cond = threading.Condition(threading.Lock())
         self._queue: list[BaseModel] = []
@@ -472,14 +473,6 @@ class SessionLog:
         except OSError:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- the store ------------------------------------------------------------------------------------
