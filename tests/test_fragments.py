@@ -184,7 +184,10 @@ def test_warning_shows_in_the_status_and_the_run_report(tmp_path):
 # -- properties ------------------------------------------------------------------------------------
 LINE = st.sampled_from(["a", "b", "c", "", "    d = 1", "e e", "  f", "return x", "}", "x = [1, 2]"])
 # added lines are unlike any line of the file (a line like one is read as its change)
-NEW = st.sampled_from(["NEW 1", "    new_line = 2", "added()", "{"])
+# lines a fragment adds, unlike any line of the file: a line that looks like an edit of the
+# file's line next to the region (`    new_line = 2` after `line_1 = 1`) is read as that edit
+# (fragments._replaces, for whole files whose last lines were edited), by design
+NEW = st.sampled_from(["NEW 1", "    total += step", "added()", "{"])
 
 
 CODE = [f"line_{i} = {i}" for i in range(40)]
