@@ -1,15 +1,23 @@
-# Two commands: `make run` and `make test`. Both create .venv on first use.
+# Two commands: `make run` and `make test`. Both create .venv on first use, from the lock.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+PIP    := $(BIN)/python -m pip --disable-pip-version-check
+LOCKS  := requirements-build.lock requirements.lock
 
-.PHONY: run test lint screenshots bench clean
+.PHONY: run test lint screenshots bench lock lock-check clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+# Exactly the locked versions, every file checked against its hash. The sdists in the lock
+# (llama-cpp-python) build with the locked build tools, not with whatever an isolated build
+# would fetch today. A changed lock makes a new venv: nothing unlocked is left over.
+$(STAMP): $(LOCKS) pyproject.toml
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --require-hashes --no-deps -r requirements-build.lock
+	$(PIP) install --quiet --require-hashes --no-deps --no-build-isolation -r requirements.lock
+	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	$(PIP) check
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -30,5 +38,22 @@ bench: $(STAMP)
 	$(BIN)/steer bench engine
 	$(BIN)/steer bench run
 
+# Refresh the locks from pyproject.toml: keeps today's pins where they still fit; `make lock
+# UPGRADE=1` takes the newest releases the bounds allow. Then `make lock-check`.
+LOCKVENV := .venv-lock
+COMPILE  := $(LOCKVENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+            --no-emit-index-url --no-emit-find-links $(if $(UPGRADE),--upgrade)
+lock:
+	test -x $(LOCKVENV)/bin/pip-compile || ($(PYTHON) -m venv $(LOCKVENV) && \
+	    $(LOCKVENV)/bin/pip install --quiet pip-tools==7.6.2)
+	$(COMPILE) --extra dev -o requirements.lock pyproject.toml
+	printf 'scikit-build-core\nsetuptools\nwheel\n' | $(COMPILE) -o requirements-build.lock -
+
+# The lock in a throwaway copy: a new venv, an empty pip cache, then exactly the lock
+# installed, and the embedded model loading and generating (steer doctor).
+# LOCK_CHECK_TESTS=1 runs the whole suite there too.
+lock-check:
+	.ci/lock-check
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(LOCKVENV) .pytest_cache
