@@ -9,11 +9,17 @@ model stays loaded and warm between runs, and several steers share it.
 The 135M model needs the answer started for it and copies whole files best: the capabilities
 say prefill and the "whole" format, and the prefill reaches the server as steer's `prefill`
 extension of `response.create`.
+
+A native crash of the model takes the server with it. The request that was running ends
+with one line that names the crash (app/providers/serve_crash.py) instead of a socket close
+code, is never retried on a fresh server (a build that crashes once crashes again), and the
+next request starts a fresh server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -23,12 +29,14 @@ from pathlib import Path
 
 import httpx
 
+from app.core.events import Error
 from app.core.provider import Capabilities
+from app.providers import serve_crash
 from app.providers import serve_registry as registry
 from app.providers.openai_responses import OpenAIResponses
 
-IDLE_EXIT = 1800.0  # seconds without a client before a server started on demand exits
-START_TIMEOUT = 180.0
+IDLE_EXIT = 900.0  # seconds without a client before a server started on demand exits
+START_TIMEOUT = 120.0  # loading the 135M model takes about a second; a large GGUF longer
 
 
 class ServerStartError(ConnectionError):
@@ -54,15 +62,21 @@ def healthy(entry: dict, token: str, model_path: str) -> bool:
         info.get("model_path") == model_path)
 
 
-def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str, str]:
-    """(base URL, token) of a running `steer serve` for this model, started if need be.
-    Blocking: call it in a thread."""
+def log_path() -> Path:
+    return registry.state_dir() / "serve.log"
+
+
+def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str, str, dict]:
+    """(base URL, token, registry entry) of a running `steer serve` for this model, started
+    if need be. Blocking: call it in a thread."""
     token = registry.token()
     with registry.locked("spawn.lock"):  # two steers starting at once start one server
         entry = registry.lookup(model_path)
-        if entry and registry.pid_alive(entry["pid"]) and healthy(entry, token, model_path):
-            return f"http://{entry['host']}:{entry['port']}/v1", token
-        log = registry.state_dir() / "serve.log"
+        if entry and serve_crash.alive(entry["pid"]) and healthy(entry, token, model_path):
+            return f"http://{entry['host']}:{entry['port']}/v1", token, entry
+        if entry:  # dead, or not answering: forget it (a live one that hangs is stopped)
+            _retire(model_path, entry)
+        log = log_path()
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # where the app package lives
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -73,20 +87,45 @@ def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str
                  "--idle-exit", f"{idle_exit:g}"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
                 start_new_session=True)  # detached: it outlives this steer, for the next one
+        serve_crash.adopt(proc)  # reaped the moment it exits: never a zombie while we run
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                with open(log, "rb") as f:
-                    f.seek(start)
-                    tail = f.read().decode(errors="replace").strip()[-600:]
-                raise ServerStartError(f"steer serve exited with code {proc.returncode}"
-                                       + (f": {tail}" if tail else ""))
+            if not serve_crash.alive(proc.pid):
+                raise ServerStartError(_start_failure(proc.pid, log, start))
             entry = registry.lookup(model_path)
             if entry and entry["pid"] == proc.pid and healthy(entry, token, model_path):
-                return f"http://{entry['host']}:{entry['port']}/v1", token
+                return f"http://{entry['host']}:{entry['port']}/v1", token, entry
             time.sleep(0.05)
         proc.kill()
         raise ServerStartError(f"steer serve did not start within {START_TIMEOUT:g} s (see {log})")
+
+
+def _start_failure(pid: int, log: Path, start: int) -> str:
+    """Why a server we started died before it listened: its own last word ("steer serve:
+    cannot start: …"), or the crash, never a page of traceback."""
+    serve_crash.wait_gone(pid, 1.0)
+    with open(log, "rb") as f:
+        f.seek(start)
+        text = f.read().decode(errors="replace")
+    said = [line for line in text.splitlines() if line.startswith("steer serve: cannot start")]
+    if said:
+        return said[-1][len("steer serve: "):] + f" (see {log})"
+    return serve_crash.diagnose(pid, log, start)
+
+
+def _retire(model_path: str, entry: dict) -> None:
+    """A registered server that is dead or does not answer its health check is removed from
+    the registry; a live one that hangs is stopped, so that one server per model runs."""
+    import signal
+
+    pid = entry["pid"]
+    if serve_crash.alive(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+        if not serve_crash.wait_gone(pid, 3.0):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    registry.unregister(model_path, pid)
 
 
 class ServedLocal(OpenAIResponses):
@@ -101,6 +140,7 @@ class ServedLocal(OpenAIResponses):
                                         model_class="capable")
         super().__init__("http://127.0.0.1/v1", Path(self.model_path).stem, None, **kw)  # type: ignore[arg-type]
         self._found: tuple[str, str] | None = None
+        self.server: dict | None = None  # the registry entry of the server in use (pid, port, log)
 
     def _where(self) -> str:
         return f"steer serve ({self.model_path})" if self._found is None else super()._where()
@@ -109,6 +149,24 @@ class ServedLocal(OpenAIResponses):
         if self._found is None or not self.pool.idle:  # (re)check: the server may have exited
             if not Path(self.model_path).is_file():
                 raise ServerStartError(f"no GGUF model at {self.model_path}")
-            self._found = await asyncio.to_thread(ensure_server, self.model_path)
+            url, token, self.server = await asyncio.to_thread(ensure_server, self.model_path)
+            self._found = (url, token)
             self.base_url, self._key = self._found
         return self._found
+
+    async def _diagnose(self, err: Error) -> Error:
+        """A dropped connection to our server: when the server is gone, say why, by name,
+        and let the next request start a fresh one. Never retried: it would only crash the
+        fresh server too."""
+        entry = self.server
+        if err.kind != "network" or entry is None:
+            return err
+        pid = entry["pid"]
+        if not await asyncio.to_thread(serve_crash.wait_gone, pid, 2.0):
+            return err  # the server lives: a network fault like any other
+        log = Path(entry.get("log") or log_path())
+        line = await asyncio.to_thread(serve_crash.diagnose, pid, log, entry.get("log_offset", 0))
+        registry.unregister(self.model_path, pid)
+        self._found, self.server = None, None
+        await self.pool.aclose()  # its sockets went with it
+        return Error("model", line, retryable=False)

@@ -225,6 +225,8 @@ class OpenAIResponses(Provider):
                 if not finished:  # cancelled or abandoned: stop the generation upstream
                     self.pool.discard(sock)
                     self._streaming = None
+            if ans.error is not None and ans.wire_error is None:
+                ans.error = await self._diagnose(ans.error)
             retry = self._retry(sock, ans, attempt)
             if retry is not None:
                 full = full or retry[1]
@@ -317,6 +319,11 @@ class OpenAIResponses(Provider):
             ans.wire_error = obj
             return [], True
         return [], False  # item/part bookkeeping, annotations, queued, in_progress...
+
+    async def _diagnose(self, err: Error) -> Error:
+        """What a failed stream's error really was, for a subclass that can find out (the
+        local server died: app/providers/local_serve.py). Here: the error as it came."""
+        return err
 
     def _closed_error(self, obj: Closed, ans: _Answer) -> Error:
         why = CLOSE_CODES.get(obj.code or 1006, "closed")

@@ -73,12 +73,16 @@ def token() -> str:
         return data["token"]
 
 
-def register(model_path: str, host: str, port: int, pid: int) -> None:
+def register(model_path: str, host: str, port: int, pid: int, *, log: str | None = None,
+             log_offset: int = 0) -> None:
+    """`log`: the file the server's stderr goes to (its crash is read there), from
+    `log_offset` on."""
     with locked():
         data = read()
         data.setdefault("token", secrets.token_urlsafe(32))
         servers = data.get("servers") if isinstance(data.get("servers"), dict) else {}
-        servers[model_path] = {"host": host, "port": port, "pid": pid}
+        servers[model_path] = {"host": host, "port": port, "pid": pid,
+                               **({"log": log, "log_offset": log_offset} if log else {})}
         data["servers"] = servers
         _write(data)
 
@@ -95,13 +99,3 @@ def unregister(model_path: str, pid: int) -> None:
 def lookup(model_path: str) -> dict | None:
     entry = (read().get("servers") or {}).get(model_path)
     return entry if isinstance(entry, dict) and {"host", "port", "pid"} <= entry.keys() else None
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -195,7 +195,8 @@ class ChatServer:
         import os
 
         return {"status": "ok", "pid": os.getpid(), "model": self.model_name,
-                "model_path": self._local.model_path if self._local is not None else None}
+                "model_path": self._local.model_path if self._local is not None else None,
+                "rss_bytes": rss_bytes()}
 
     async def close(self) -> None:
         await self.http.close()
@@ -363,6 +364,32 @@ class ChatServer:
                 await stream.aclose()  # the client left or steered: the model stops at its next token
 
 
+def rss_bytes() -> int | None:
+    """This process's resident memory now (the model's weights count once they are read)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _stderr_log() -> tuple[str | None, int]:
+    """(the regular file stderr goes to, where this process started writing in it): where a
+    client reads this server's crash (app/providers/serve_crash.py)."""
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.fstat(2).st_mode):
+            return None, 0
+        return os.path.realpath("/proc/self/fd/2"), os.lseek(2, 0, os.SEEK_END)
+    except OSError:
+        return None, 0
+
+
 class ServerThread:
     """A ChatServer on its own event loop in a background thread: for synchronous callers
     (benchmarks, snapshot tests) that need a real server while they block."""
@@ -391,6 +418,15 @@ class ServerThread:
         self._thread.join(5)
 
 
+def _llama_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("llama-cpp-python")
+    except PackageNotFoundError:
+        return "(unknown version)"
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="steer serve",
@@ -411,8 +447,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--require-token", action="store_true",
                    help="require the token with --replay too (a model always requires it)")
     args = p.parse_args(argv)
+    import faulthandler
+
     from app.providers import serve_registry as registry
 
+    # a native crash in llama.cpp dumps every thread's stack to stderr (the log a client reads)
+    faulthandler.enable(all_threads=True)
+    log, log_offset = _stderr_log()
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"steer serve: binding {args.host}: other machines can connect (the token still "
               "applies)", file=sys.stderr)
@@ -437,7 +478,12 @@ def main(argv: list[str]) -> int:
             raise SystemExit(f"steer serve: cannot start: {exc}") from None
         model_path = server._local.model_path if server._local is not None else None
         if model_path:  # `local` finds the server for its model here
-            registry.register(model_path, server.http.host, server.http.port, os.getpid())
+            registry.register(model_path, server.http.host, server.http.port, os.getpid(),
+                              log=log, log_offset=log_offset)
+            rss = rss_bytes()
+            print(f"steer serve: pid {os.getpid()} serving {model_path} with llama-cpp-python "
+                  f"{_llama_version()}"
+                  + (f", {rss / 2**20:.0f} MB resident" if rss else ""), file=sys.stderr, flush=True)
         print(f"steer serve: listening on {server.base_url}", flush=True)
         try:
             while True:
