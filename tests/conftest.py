@@ -4,11 +4,15 @@ through the real parser and pending diff in chunks of any size."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -113,6 +117,43 @@ def stop_registered_servers(state: Path) -> None:
         else:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+# -- the embedded model, always in a process of its own -----------------------------------------
+# A native crash in llama.cpp (a build that does not suit this CPU) must fail the test that
+# ran the model, not abort the whole pytest run: no test loads the model into this process.
+@pytest.fixture(autouse=True)
+def _no_model_in_pytest_process():
+    before = "llama_cpp" in sys.modules
+    yield
+    if not before and "llama_cpp" in sys.modules:
+        pytest.fail("this test loaded llama.cpp into pytest's own process: run the model in a "
+                    "subprocess (the model_server fixture, or run_isolated)")
+
+
+@pytest.fixture
+def model_server() -> SimpleNamespace:
+    """The embedded model behind a real `steer serve` process, started as the `local`
+    provider starts it (and stopped with the test, by _isolated_user_dirs)."""
+    from app.providers.local_serve import default_model_path, ensure_server
+
+    url, token, entry = ensure_server(default_model_path())
+    return SimpleNamespace(base_url=url, token=token, pid=entry["pid"])
+
+
+def run_isolated(code: str, timeout: float = 300) -> tuple[dict, str]:
+    """Run `code` in a fresh Python (faulthandler on) that prints one JSON object on its last
+    stdout line: (that object, everything else it wrote). A native crash fails the calling
+    test with the signal's name and the child's stack, instead of killing pytest."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], env=env,
+                         capture_output=True, text=True, timeout=timeout)
+    if out.returncode < 0:
+        pytest.fail(f"the model's process died of {signal.Signals(-out.returncode).name}:\n"
+                    f"{out.stderr[-3000:]}")
+    assert out.returncode == 0, out.stderr[-3000:]
+    *rest, last = out.stdout.rstrip("\n").split("\n")
+    return json.loads(last), "\n".join(rest) + out.stderr
 
 
 @pytest.fixture

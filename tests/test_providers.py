@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
+from conftest import run_isolated
 
 from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import Request
@@ -710,51 +711,63 @@ async def test_one_provider_serves_several_requests():
 
 
 @pytest.mark.model
-async def test_local_model_streams_text_and_is_loaded_once():
-    from app.providers import local
+def test_local_model_streams_text_and_is_loaded_once():
+    """The in-process back-end `steer serve` runs (providers/local.py), driven in a child
+    process: the events a stream yields, and the model loaded once per process."""
+    facts, _ = run_isolated(r"""
+import asyncio, json
+from app.core.events import Connected, Done, Error, TextDelta, Usage
+from app.core.provider import Request
+from app.providers import local
 
-    path = local.default_model_path()
-    p = local.LocalModel()
-    assert p.model_path == path
-    req = Request([{"role": "user", "content": "Say hello."}], max_tokens=4)
-    events = [ev async for ev in p.stream(req)]
-
-    assert not any(type(ev) is Error for ev in events), events
-    deltas = [ev for ev in events if type(ev) is TextDelta]
-    assert 1 <= len(deltas) <= 4 and text_of(events)
-    usage = one(events, Usage)
-    assert usage.prompt > 0 and usage.completion == len(deltas)
-    done = events[-1]
-    assert type(done) is Done and done.finish_reason in ("stop", "length")
-    assert events.index(one(events, Connected)) < events.index(deltas[0])
-
+path = local.default_model_path()
+p = local.LocalModel()
+async def go():
+    return [ev async for ev in p.stream(Request([{"role": "user", "content": "Say hello."}],
+                                                max_tokens=4))]
+events = asyncio.run(go())
+kinds = [type(ev).__name__ for ev in events]
+usage = next(ev for ev in events if type(ev) is Usage)
+cached = local._models[(path, p.n_ctx)]
+print(json.dumps({
+    "path_ok": p.model_path == path, "kinds": kinds,
+    "deltas": sum(type(ev) is TextDelta for ev in events),
+    "text": "".join(ev.text for ev in events if type(ev) is TextDelta),
+    "usage": [usage.prompt, usage.completion], "finish": events[-1].finish_reason,
+    "same_instance": local.load(path, p.n_ctx) is cached,
+    "second_path_ok": local.LocalModel().model_path == path}))
+""")
+    kinds = facts["kinds"]
+    assert "Error" not in kinds, facts
+    assert 1 <= facts["deltas"] <= 4 and facts["text"], facts
+    prompt, completion = facts["usage"]
+    assert prompt > 0 and completion == facts["deltas"]
+    assert kinds[-1] == "Done" and facts["finish"] in ("stop", "length")
+    assert kinds.index("Connected") < kinds.index("TextDelta")
     # the loaded model is cached per process: loading again (a second provider, `steer
     # serve`'s warm-up) returns the very same Llama instead of reading the GGUF again
-    cached = local._models[(path, p.n_ctx)]
-    assert local.load(path, p.n_ctx) is cached
-    assert local.LocalModel().model_path == path
+    assert facts["same_instance"] and facts["path_ok"] and facts["second_path_ok"]
 
 
 @pytest.mark.model
-def test_loading_the_model_never_redirects_the_terminal(monkeypatch, capfd):
+def test_loading_the_model_never_redirects_the_terminal():
     """llama-cpp-python silences a load by pointing fds 1 and 2 at /dev/null, process-wide:
     the TUI drawing from another thread meanwhile would lose its output. steer's load
-    neither redirects nor prints llama.cpp's loader chatter."""
-    import os
-    import sys
+    neither redirects nor prints llama.cpp's loader chatter (checked in a child process:
+    its own stdout and stderr are what would reach the terminal)."""
+    facts, output = run_isolated(r"""
+import json, os, sys
+from app.providers import local
 
-    from app.providers import local
-
-    monkeypatch.setattr(local, "_models", {})  # a real load, not the cached model
-    dup2_calls: list[tuple] = []
-    real_dup2 = os.dup2
-    monkeypatch.setattr(os, "dup2", lambda *a, **k: (dup2_calls.append(a), real_dup2(*a, **k))[1])
-    stdout, stderr = sys.stdout, sys.stderr
-    llm, _, _ = local.load(local.default_model_path(), n_ctx=512)
-    try:
-        assert dup2_calls == []
-        assert sys.stdout is stdout and sys.stderr is stderr
-        out, err = capfd.readouterr()
-        assert "llama_model_loader" not in out + err and "print_info" not in out + err
-    finally:
-        llm.close()
+calls = []
+real_dup2 = os.dup2
+os.dup2 = lambda *a, **k: (calls.append(a), real_dup2(*a, **k))[1]
+stdout, stderr = sys.stdout, sys.stderr
+llm, _, _ = local.load(local.default_model_path(), n_ctx=512)
+same = sys.stdout is stdout and sys.stderr is stderr
+llm.close()
+sys.stdout.flush()
+print(json.dumps({"dup2_calls": len(calls), "same_streams": same}))
+""")
+    assert facts == {"dup2_calls": 0, "same_streams": True}
+    assert "llama_model_loader" not in output and "print_info" not in output, output[:2000]

@@ -598,23 +598,21 @@ async def test_local_goes_through_one_shared_steer_serve(tmp_path):
 
 
 @pytest.mark.model
-async def test_native_steer_with_the_embedded_model(tmp_path):
-    async with serve(replay=None, token=KEY) as server:
-        p = provider(server, capabilities=Capabilities(warm_up=True, prefill=True,
-                                                       native_steer=True, cancel="close",
-                                                       preferred_format="whole"))
-        session = Session(calc_repo(tmp_path), p, fmt="whole", context=["calc.py"],
-                          max_tokens=120)
-        old = session.start("Rewrite total to sum the items, with a long docstring.")
-        # (a loaded 2-core machine evaluates this prompt slowly: be patient, say what was seen)
-        try:
-            await eventually(lambda: old.deltas >= 3 or not old.live, timeout=240)
-        except AssertionError:
-            raise AssertionError(f"no tokens: {old.state} {old.text!r}") from None
-        assert old.live, f"the answer ended before the redirect: {old.text!r}"
-        turn = session.redirect("Actually, just return the length of items.")
-        await session.wait()
-        await p.aclose()
+async def test_native_steer_with_the_embedded_model(tmp_path, model_server):
+    p = OpenAIResponses(model_server.base_url, "smollm2", model_server.token, stall_timeout=60,
+                        capabilities=Capabilities(warm_up=True, prefill=True, native_steer=True,
+                                                  cancel="close", preferred_format="whole"))
+    session = Session(calc_repo(tmp_path), p, fmt="whole", context=["calc.py"], max_tokens=120)
+    old = session.start("Rewrite total to sum the items, with a long docstring.")
+    # (a loaded 2-core machine evaluates this prompt slowly: be patient, say what was seen)
+    try:
+        await eventually(lambda: old.deltas >= 3 or not old.live, timeout=240)
+    except AssertionError:
+        raise AssertionError(f"no tokens: {old.state} {old.text!r}") from None
+    assert old.live, f"the answer ended before the redirect: {old.text!r}"
+    turn = session.redirect("Actually, just return the length of items.")
+    await session.wait()
+    await p.aclose()
     assert old.finish_reason in ("steered", "stop")
     assert turn.steered_at == len(old.text)
     assert turn.error is None and turn.text.startswith("calc.py\n```python\n")
@@ -660,34 +658,34 @@ async def test_the_app_opens_the_socket_at_start_and_enter_while_streaming_steer
 
 
 @pytest.mark.model
-async def test_clients_of_the_model_are_served_in_arrival_order():
+async def test_clients_of_the_model_are_served_in_arrival_order(model_server):
     """One generation at a time (one llama.cpp context), first come first served: a client
     that asks again right after its answer does not jump ahead of one already waiting."""
     ask = [{"role": "user", "content": "List ten fruits."}]
-    async with serve(replay=None, token=KEY) as server:
-        a, b = provider(server, stall_timeout=300), provider(server, stall_timeout=300)
-        await asyncio.gather(a.warm(), b.warm())
-        first_token: dict[str, float] = {}
+    a, b = (OpenAIResponses(model_server.base_url, "smollm2", model_server.token,
+                            stall_timeout=300) for _ in range(2))
+    await asyncio.gather(a.warm(), b.warm())
+    first_token: dict[str, float] = {}
 
-        async def run(p: OpenAIResponses, name: str) -> list[Event]:
-            events = []
-            async for ev in p.stream(Request(ask, max_tokens=12)):
-                if type(ev) is TextDelta and name not in first_token:
-                    first_token[name] = time.perf_counter()
-                events.append(ev)
-            return events
+    async def run(p: OpenAIResponses, name: str) -> list[Event]:
+        events = []
+        async for ev in p.stream(Request(ask, max_tokens=12)):
+            if type(ev) is TextDelta and name not in first_token:
+                first_token[name] = time.perf_counter()
+            events.append(ev)
+        return events
 
-        async def client_a() -> list[list[Event]]:
-            one = await run(a, "a1")
-            return [one, await run(a, "a2")]  # asks again at once
+    async def client_a() -> list[list[Event]]:
+        one = await run(a, "a1")
+        return [one, await run(a, "a2")]  # asks again at once
 
-        async def client_b() -> list[Event]:
-            await eventually(lambda: "a1" in first_token, timeout=240)  # a1 is generating
-            return await run(b, "b")
+    async def client_b() -> list[Event]:
+        await eventually(lambda: "a1" in first_token, timeout=240)  # a1 is generating
+        return await run(b, "b")
 
-        (a1, a2), b1 = await asyncio.gather(client_a(), client_b())
-        await a.aclose()
-        await b.aclose()
+    (a1, a2), b1 = await asyncio.gather(client_a(), client_b())
+    await a.aclose()
+    await b.aclose()
     for events in (a1, a2, b1):
         assert type(events[-1]) is Done and events[-1].finish_reason in ("stop", "length"), events[-2:]
     assert first_token["a1"] < first_token["b"] < first_token["a2"]

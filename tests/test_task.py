@@ -76,39 +76,37 @@ def test_the_whole_file_grammar():
 
 # -- the embedded model --------------------------------------------------------------------------
 @pytest.mark.model
-async def test_the_embedded_model_follows_the_grammar_through_steer_serve():
+async def test_the_embedded_model_follows_the_grammar_through_steer_serve(model_server):
     from app.core.events import TextDelta
     from app.core.provider import Request
     from app.providers.local_serve import ServedLocal
     from app.providers.openai_responses import OpenAIResponses
-    from app.server.chat_server import ChatServer
 
-    server = ChatServer()  # the embedded model, in process
-    await server.start()
-    client = OpenAIResponses(server.base_url, "smollm2")
-    client.capabilities = replace(ServedLocal.capabilities)  # prefill and grammar, as `local`
+    client = OpenAIResponses(model_server.base_url, "smollm2", model_server.token,
+                             capabilities=replace(ServedLocal.capabilities))  # as `local`
     try:
         req = Request([{"role": "user", "content": "Say hello."}], max_tokens=20,
                       grammar='root ::= "steer " [0-9] [0-9]\n')
         text = "".join([e.text async for e in client.stream(req) if isinstance(e, TextDelta)])
-        assert len(text) == 8 and text.startswith("steer ") and text[6:].isdigit()
-        assert server.stats.bodies[-1]["grammar"] == req.grammar
+        # only the grammar can make a 135M model say exactly this, whatever its version
+        assert len(text) == 8 and text.startswith("steer ") and text[6:].isdigit(), text
     finally:
         await client.aclose()
-        await server.close()
 
 
 @pytest.mark.model
 async def test_a_newcomers_first_request_never_proposes_deleting_unrelated_code(tmp_path):
-    """`@hello.py add a docstring to greet` on the default model: whatever it answers, no
-    proposal deletes the file's other code (the main block)."""
+    """`@hello.py add a docstring to greet` on the default model (`local`: a `steer serve`
+    process): whatever it answers, no proposal deletes the file's other code (the main
+    block) unflagged, and Accept all keeps it."""
     from app.core.session import Session
-    from app.providers.local import LocalModel
+    from app.providers.local_serve import ServedLocal
 
     (tmp_path / "hello.py").write_text(HELLO)
-    session = Session(Workspace(tmp_path), LocalModel(), context=["hello.py"])
+    session = Session(Workspace(tmp_path), ServedLocal(), context=["hello.py"])
     turn = await session.ask("add a docstring to greet")
-    assert turn.complete and session.fmt == "whole"
+    assert turn.error is None, turn.error
+    assert session.fmt == "whole"
     for h in session.pending.hunks:
         if not h.warning:
             assert not any("__main__" in t or "print(greet" in t for t in h.old), h

