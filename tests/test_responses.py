@@ -748,3 +748,26 @@ async def test_the_server_refuses_bad_events_and_the_connection_stays_usable():
             assert frames[0]["type"] == "response.created"
             assert frames[0]["response"]["previous_response_id"] == created["response"]["id"]
             assert "".join(f.get("delta", "") for f in frames) == "ok"
+
+
+async def test_the_stall_timeout_counts_from_the_request_even_while_connecting():
+    """A server that takes the TCP connection and never answers the upgrade (a hung `steer
+    serve`): the request ends as a stall within the stall timeout of being sent, not after
+    a connect timeout per retry."""
+    import socket as sockets
+
+    listener = sockets.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # the kernel completes the handshake; nobody ever reads
+    port = listener.getsockname()[1]
+    p = OpenAIResponses(f"http://127.0.0.1:{port}/v1", "m", KEY, stall_timeout=1.0,
+                        connect_timeout=5.0)
+    t0 = time.monotonic()
+    try:
+        events = await collect(p)
+    finally:
+        listener.close()
+    took = time.monotonic() - t0
+    err = ends_with_error(events, "stall")
+    assert "within 1 s of the request" in err.message
+    assert took < 3.0, took  # before: 5 s per attempt, three attempts

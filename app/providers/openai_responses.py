@@ -164,6 +164,9 @@ class OpenAIResponses(Provider):
 
     async def stream(self, req: Request) -> AsyncIterator[Event]:
         fields, items = self._fields(req)
+        # the stall timeout counts from the request: starting a server, connecting and the
+        # model's first token share it, so nothing waits longer than that for a first sign
+        first_by = asyncio.get_running_loop().time() + self.stall_timeout
         if self.use_sse:
             async for ev in self._stream_sse(fields, items):
                 yield ev
@@ -172,7 +175,8 @@ class OpenAIResponses(Provider):
         full = False  # resend everything (the server lost the previous response)
         while True:
             try:
-                sock = await self.pool.take()
+                async with asyncio.timeout_at(first_by):
+                    sock = await self.pool.take()
             except InvalidStatus as exc:
                 status = exc.response.status_code
                 if status in REFUSED_UPGRADE:
@@ -195,6 +199,11 @@ class OpenAIResponses(Provider):
                     yield ev
                 return
             except (OSError, TimeoutError) as exc:
+                if asyncio.get_running_loop().time() >= first_by:
+                    yield Error("stall", f"{self._where()} did not answer within "
+                                f"{self.stall_timeout:g} s of the request", retryable=True)
+                    yield Done("error")
+                    return
                 if attempt < self.retries and not getattr(exc, "final", False):
                     await asyncio.sleep(_backoff(attempt))
                     attempt += 1
@@ -218,7 +227,7 @@ class OpenAIResponses(Provider):
                         await sock.ws.send(json.dumps(frame))
                     except ConnectionClosed:
                         pass  # the reader reports the close below
-                    async for ev in self._consume(sock, ans):
+                    async for ev in self._consume(sock, ans, first_by):
                         yield ev
                 finished = True
             finally:
@@ -238,15 +247,20 @@ class OpenAIResponses(Provider):
                 yield ev
             return
 
-    async def _consume(self, sock: Socket, ans: _Answer) -> AsyncIterator[Event]:
-        """Events of the response now streaming on the socket, up to its terminal event."""
+    async def _consume(self, sock: Socket, ans: _Answer,
+                       first_by: float | None = None) -> AsyncIterator[Event]:
+        """Events of the response now streaming on the socket, up to its terminal event.
+        `first_by`: the loop time by which a first frame must have come (then the stall
+        timeout runs between frames)."""
         frames = sock.frames
+        loop = asyncio.get_running_loop()
         while True:
             try:
                 obj = frames.get_nowait()
             except asyncio.QueueEmpty:
+                by = first_by if first_by is not None else loop.time() + self.stall_timeout
                 try:  # (not wait_for: on 3.11 it can swallow a cancel that races a frame)
-                    async with asyncio.timeout(self.stall_timeout):
+                    async with asyncio.timeout_at(by):
                         obj = await frames.get()
                 except TimeoutError:
                     ans.error = Error("stall", f"no data from {ws_url(self.base_url)} for "
@@ -254,6 +268,7 @@ class OpenAIResponses(Provider):
                                       retryable=True)
                     self.pool.discard(sock)
                     return
+            first_by = None
             if type(obj) is dict:
                 kind = obj["type"]
                 if kind == "response.output_text.delta" or kind == "response.refusal.delta":
