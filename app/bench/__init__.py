@@ -50,8 +50,16 @@ def main(argv: list[str]) -> int:
     k.add_argument("--rate", type=float, default=1000.0, help="the scripted server's tokens/s")
     k.add_argument("--model-path", help="another GGUF for the model back-end")
     k.add_argument("--rows", action="store_true", help="also print every task's figures")
+    m = sub.add_parser("model", help="the embedded model through steer (steer serve, the "
+                       "WebSocket) vs a direct llama-cpp-python call on the same prompt")
+    m.add_argument("--trials", type=int, default=6)
+    m.add_argument("--max-tokens", type=int, default=64)
+    m.add_argument("--model-path", help="another GGUF")
     args = p.parse_args(argv)
-    if args.which == "sessions":
+    if args.which == "model":
+        from app.bench.model import run
+        result = run(trials=args.trials, max_tokens=args.max_tokens, model_path=args.model_path)
+    elif args.which == "sessions":
         from app.bench.sessions import run
         result = run(turns=args.turns, hunks=args.hunks, rate=args.rate, pairs=args.pairs)
     elif args.which == "engine":
