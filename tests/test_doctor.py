@@ -65,6 +65,7 @@ def test_doctor_passes_with_the_embedded_model():
     assert model["load_s"] > 0 and model["first_token_s"] > 0
     assert model["llama_cpp"] == r["versions"]["llama-cpp-python"]
     assert "CPU :" in r["cpu"]["llama_system_info"]  # llama.cpp's own view, from the child
+    assert r["cpu"]["build_not_cpu"] == []  # it ran: the build suits this CPU
     assert r["cpu"]["cores"] >= 1 and r["cpu"]["flags"]
     assert r["config"]["provider"] == "local" and r["config"]["model_path"] == model["path"]
     assert r["config"]["config_file_exists"] is False
@@ -211,3 +212,14 @@ def test_a_running_embedded_server_is_shown_with_its_rss(tmp_path):
     assert f"steer serve pid {proc.pid} on {server['address']}: " in text.stdout
     assert_no_key(done, token)
     assert_no_key(text, token)
+
+
+def test_a_build_feature_the_cpu_lacks_is_named():
+    from app.doctor.checks import build_not_cpu
+
+    info = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | AVX512 = 1 "
+            "| AVX512_VNNI = 0 | LLAMAFILE = 1 | OPENMP = 1 |")  # llama_print_system_info()
+    cpu = {"sse3", "ssse3", "avx", "avx2", "f16c", "fma"}  # /proc/cpuinfo of a CPU without AVX-512
+    assert build_not_cpu(info, cpu) == ["AVX512"]
+    assert build_not_cpu(info, cpu | {"avx512f"}) == []
+    assert build_not_cpu(info, set()) == []  # no /proc/cpuinfo: nothing is claimed

@@ -131,15 +131,13 @@ def render(r: dict) -> str:
            " available)" if c.get("memory_total_bytes") else "")
     row("cpu", f"{c['model']}, {c['cores']} cores{mem}", f"has: {have}", f"lacks: {lacks}")
     if c.get("llama_system_info"):
-        used = [p.split("=")[0].strip() for p in c["llama_system_info"].split("|")
-                if p.strip().endswith("= 1")]
-        row("", "llama.cpp uses: " + " ".join(u.removeprefix("CPU :").strip() for u in used))
+        row("", "llama.cpp uses: " + " ".join(checks.build_features(c["llama_system_info"])))
         for f in c.get("build_not_cpu") or ():
             row("", f"the llama.cpp build uses {f}, which this CPU lacks: expect SIGILL")
     row("model", *_model_lines(r["model"]))
     row("config", *_config_lines(r["config"]))
     e = r["endpoint"]
-    if not e.get("checked", True):
+    if not e["checked"]:
         row("endpoint", f"not checked: {e['why']}")
     else:
         took = f"in {e['seconds'] * 1000:.0f} ms"

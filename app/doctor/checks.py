@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -90,11 +91,16 @@ def cpu() -> tuple[dict, set[str]]:
     return facts, flags
 
 
+def build_features(system_info: str) -> list[str]:
+    """The features llama.cpp's build says it uses: "CPU : SSE3 = 1 | AVX = 1 | ..."."""
+    return [p.split("=")[0].split(":")[-1].strip() for p in system_info.split("|")
+            if p.strip().endswith("= 1")]
+
+
 def build_not_cpu(system_info: str, flags: set[str]) -> list[str]:
     """What llama.cpp's build uses that this CPU does not have (each one means SIGILL)."""
-    used = [p.split("=")[0].strip() for p in system_info.split("|") if p.strip().endswith("= 1")]
-    used = [u.removeprefix("CPU :").strip() for u in used]
-    return [u for u in used if u in BUILD_NEEDS and flags and BUILD_NEEDS[u] not in flags]
+    return [u for u in build_features(system_info)
+            if u in BUILD_NEEDS and flags and BUILD_NEEDS[u] not in flags]
 
 
 def key_variables(s: Settings, name: str) -> tuple[str | None, bool]:
@@ -122,7 +128,7 @@ def config(s: Settings) -> tuple[dict, list[str]]:
     if name == "local":
         from app.providers.local import default_model_path
 
-        facts["model_path"] = s.model_path or default_model_path()
+        facts["model_path"] = str(Path(s.model_path).resolve()) if s.model_path else default_model_path()
     else:
         facts["api_key_env"], facts["api_key_set"] = key_variables(s, name)
     if s.agent:
@@ -156,7 +162,7 @@ def endpoint(base_url: str, key: str | None, model: str | None) -> tuple[dict, l
     """GET {base_url}/models with the key as Bearer: the status or the connection error, and
     the time taken. The caller masks the key in everything shown (servers echo it)."""
     url = base_url.rstrip("/") + "/models"
-    facts: dict = {"url": shown_url(url), "ok": False}
+    facts: dict = {"checked": True, "url": shown_url(url), "ok": False}
     t0 = time.perf_counter()
     try:
         r = httpx.get(url, timeout=15.0, headers={"Authorization": f"Bearer {key}"} if key else {})
