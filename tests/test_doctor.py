@@ -223,3 +223,12 @@ def test_a_build_feature_the_cpu_lacks_is_named():
     assert build_not_cpu(info, cpu) == ["AVX512"]
     assert build_not_cpu(info, cpu | {"avx512f"}) == []
     assert build_not_cpu(info, set()) == []  # no /proc/cpuinfo: nothing is claimed
+
+
+def test_steer_help_names_the_doctor():
+    done = subprocess.run([sys.executable, "-m", "app", "--help"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(HERE)}, timeout=60)
+    assert done.returncode == 0 and "doctor" in done.stdout
+    usage = doctor("--help")
+    assert usage.returncode == 0 and "--skip-model" in usage.stdout and "--json" in usage.stdout
+    assert "--base-url" in usage.stdout  # the provider flags of the other sub-commands

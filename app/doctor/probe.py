@@ -56,11 +56,12 @@ def run(model_path: str, timeout: float = TIMEOUT) -> dict:
             out, code = done.stdout, done.returncode
         except subprocess.TimeoutExpired as exc:  # run() killed and reaped it
             out, code = exc.output or b"", None
-    for line in out.decode("utf-8", "replace").splitlines():
+    for line in out.decode("utf-8", "replace").splitlines():  # llama.cpp may print there too
         try:
-            facts.update(json.loads(line))
+            said = json.loads(line)
         except ValueError:
             continue
+        facts.update(said if isinstance(said, dict) else {})
     stage = facts.get("stage", "starting")
     if code is None:
         facts["error"] = f"no answer within {timeout:g} s while {stage} (stopped)"
