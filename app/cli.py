@@ -1,4 +1,5 @@
-"""`steer` and its sub-commands: (the TUI), run, serve, undo, sessions, rewind, web, bench."""
+"""`steer` and its sub-commands: (the TUI), run, serve, undo, sessions, rewind, web, bench,
+doctor."""
 
 from __future__ import annotations
 
@@ -508,6 +509,31 @@ def _rewind(args, session, rewind, rewind_conversation, UndoRefused, SessionErro
     return EXIT_OK if done.ok else EXIT_EDITS
 
 
+# -- steer doctor -------------------------------------------------------------------------------
+def cmd_doctor(argv: list[str]) -> int:
+    p = _Parser(prog="steer doctor", description="Check whether steer can work on this machine: "
+                "versions, the CPU, the embedded model (loaded and run in a child process), the "
+                "config in effect, a remote endpoint, the running steer serve.",
+                epilog="exit codes: 0 all is well, 1 a check failed (each is named at the end), "
+                       "2 usage. No key is ever printed.")
+    p.add_argument("--json", action="store_true", help="the same facts as JSON")
+    p.add_argument("--skip-model", action="store_true",
+                   help="do not load and run the embedded model (a quick run)")
+    _provider_flags(p)
+    args = p.parse_args(argv)
+    from app.doctor import doctor
+
+    try:
+        settings, problem = settings_from(args), None
+    except ConfigError as exc:  # the rest is still worth checking, with the defaults
+        settings, problem = None, str(exc)
+    _lenient_stdout()  # a model's token may be something the terminal cannot encode
+    try:
+        return doctor(settings, problem, as_json=args.json, skip_model=args.skip_model)
+    except KeyboardInterrupt:  # the model check's child is stopped with it
+        return 130
+
+
 def cmd_web(argv: list[str]) -> int:
     from app.web import main as web_main
 
@@ -530,8 +556,8 @@ def cmd_bench(argv: list[str]) -> int:
 # -- steer [PATH]: the app ----------------------------------------------------------------------
 def cmd_tui(argv: list[str]) -> int:
     p = _Parser(prog="steer", description="Pair-program with a language model, live.",
-                epilog="sub-commands: run, serve, undo, sessions, rewind, web, bench "
-                       "(steer run --help)")
+                epilog="sub-commands: run, serve, undo, sessions, rewind, web, bench, doctor "
+                       "(steer run --help); steer doctor checks this machine")
     p.add_argument("path", nargs="?", default=".", help="the workspace (default: here)")
     p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH")
     p.add_argument("--resume", nargs="?", const="", metavar="ID",
@@ -569,7 +595,7 @@ def cmd_tui(argv: list[str]) -> int:
 
 
 COMMANDS = {"run": cmd_run, "undo": cmd_undo, "serve": cmd_serve, "bench": cmd_bench,
-            "sessions": cmd_sessions, "rewind": cmd_rewind, "web": cmd_web}
+            "sessions": cmd_sessions, "rewind": cmd_rewind, "web": cmd_web, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

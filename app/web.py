@@ -6,7 +6,9 @@ session (resumed from its log, app/core/sessions.py), and `steer --resume ID` op
 terminal later. textual-serve has no authentication: a random token in the printed URL is
 checked on every request (a cookie carries it after the first page, so the page's own
 script, styles and WebSocket need no token in their URLs), the WebSocket also checks its
-Origin, and the server listens on 127.0.0.1 unless `--host` says otherwise.
+Origin, and the server listens on 127.0.0.1 unless `--host` says otherwise. The page is our
+own copy of textual-serve's template: everything it loads, the font included, comes from
+the same address (textual-serve's page fetches its font from Google).
 """
 
 from __future__ import annotations
@@ -64,7 +66,17 @@ def make_server(command: str, token: str, *, title: str = "steer"):
 
             logging.basicConfig(level="WARNING", stream=sys.stderr, format="steer web: %(message)s")
 
-    return Guarded(command, title=title)
+    return Guarded(command, title=title, templates_path=page_templates())
+
+
+def page_templates() -> Path:
+    """Our copy of textual-serve's page template (themes/web/app_index.html): the same page,
+    except that its font is served from here instead of fonts.googleapis.com, so the tab makes
+    no request off this machine. textual-serve's own static folder (script, styles, the font
+    file) is served as it is."""
+    from importlib.resources import files
+
+    return Path(str(files("app.themes").joinpath("web")))
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -130,3 +131,41 @@ def _wait(cond, timeout: float, why: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(why)
         time.sleep(0.2)
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed")
+def test_the_page_makes_no_request_off_loopback_and_the_terminal_renders(demo, tmp_path):
+    """A local tool never calls out: every request the page makes (its script, styles, font,
+    socket) goes to 127.0.0.1. textual-serve's own page loads Roboto Mono from Google Fonts;
+    ours serves the font textual-serve ships, from the same loopback address."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    rig = ServerThread(replay=CALC_ANSWER, rate=300)
+    server = rig.__enter__()
+    proc, url = start_web(demo, tmp_path, "--base-url", server.base_url, "--model", "replay")
+    requested: list[str] = []
+    try:
+        with playwright.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.on("request", lambda r: requested.append(r.url))
+            page.on("websocket", lambda ws: requested.append(ws.url))
+            page.goto(url)
+            page.wait_for_selector("canvas", timeout=30_000)
+            page.wait_for_function("document.body.classList.contains('-first-byte')",
+                                   timeout=30_000)  # the app's output reached the terminal
+            time.sleep(3)  # the app paints its first frames
+            # the terminal's font is loaded (from loopback), not a fallback
+            loaded = page.evaluate("[...document.fonts].filter(f => f.status === 'loaded')"
+                                   ".map(f => f.family.replace(/[\"']/g, ''))")
+            assert "Roboto Mono" in loaded, loaded
+            shot = tmp_path / "web.png"
+            page.screenshot(path=str(shot))
+            assert shot.stat().st_size > 20_000  # a painted terminal, not a blank page
+            browser.close()
+    finally:
+        stop(proc)
+        rig.__exit__(None, None, None)
+    hosts = sorted({urlsplit(u).hostname or u for u in requested})
+    print("requested:", hosts, sorted({urlsplit(u)._replace(query="").geturl() for u in requested}))
+    assert any(urlsplit(u).scheme == "ws" for u in requested)  # the terminal's socket was seen
+    assert hosts == ["127.0.0.1"], [u for u in requested if urlsplit(u).hostname != "127.0.0.1"]
