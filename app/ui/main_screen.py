@@ -16,11 +16,11 @@ import shlex
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import on
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import var
@@ -50,6 +50,7 @@ from app.ui.session_actions import SessionActions
 from app.ui.stream_view import StreamView
 from app.view import gitdiff
 from app.view.frames import Frame, FrameSync, Piece
+from app.view.welcome import Row as WelcomeRow
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
 BADGES_EVERY = 0.25  # while streaming, the tree's badges change at most this often
@@ -68,11 +69,13 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
     BINDINGS = actions.bindings("screen")
 
     focus_area: var[str] = var("prompt")  # where keys go now: prompt | diff | tree | queue
+    tree_wanted: var[bool | None] = var(None)  # the user's toggle; None: shown unless narrow
 
     def __init__(self, session: Session, *, context: Iterable[str] = (), watch_files: bool = True,
-                 blink: bool = True) -> None:
+                 blink: bool = True, welcome: list[WelcomeRow] | None = None) -> None:
         super().__init__(id="main-screen")
         self.session = session
+        self.welcome = welcome or []  # the conversation pane's first screen (no message yet)
         self.ws = session.ws
         self.sync = FrameSync(session)
         self._initial_context = list(context)
@@ -111,7 +114,9 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
                 yield DiffView(id="diff")
             with Vertical(id="side"):
                 yield Line("Conversation", id="stream-title", classes="pane-title")
-                yield StreamView(id="stream")
+                stream = StreamView(id="stream")
+                stream.welcome = self.welcome
+                yield stream
                 yield Line("Queued follow-ups (Enter edits, Del drops)", id="queue-title",
                            classes="pane-title")
                 yield QueueView(id="queue")
@@ -126,6 +131,7 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         self._add_each(list(self._initial_context), self._render_context)
         self.query_one(PromptInput).focus()
         self.query_one(KeyBar).set_where(WHERE[self.focus_area])
+        self._place_tree()
         self.session.on_data = self._wake
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)
@@ -165,10 +171,38 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
             self._from_worker(self.refresh_bindings)
 
     def on_resize(self, event) -> None:
-        # narrow terminals: a slimmer tree and side pane, then no tree (c and @path still work)
+        # narrow terminals: a slimmer tree and side pane, then the tree folds away behind its
+        # toggle (listed in the key bar while it is hidden)
         width = event.size.width
         self.set_class(width < 100, "-narrow")
         self.set_class(100 <= width < 140, "-medium")
+        self._place_tree()
+
+    @property
+    def tree_shown(self) -> bool:
+        return self.tree_wanted if self.tree_wanted is not None else not self.has_class("-narrow")
+
+    def watch_tree_wanted(self) -> None:
+        self._place_tree()
+
+    def _place_tree(self) -> None:
+        shown = self.tree_shown
+        self.set_class(not shown, "-tree-hidden")
+        if self._ready:
+            self.query_one(KeyBar).set_also(
+                frozenset() if shown and not self.has_class("-narrow") else frozenset({"toggle_tree"}))
+
+    def action_toggle_tree(self) -> None:
+        """Show the tree and go to it, or hide it. Hiding it while it has the keys hands
+        them back where Esc from the tree would: the user's key, never the app's choice."""
+        if not self.tree_shown:
+            self.tree_wanted = True
+            self.query_one(FileTree).focus()
+            return
+        leaving = self.focus_area == "tree"
+        self.tree_wanted = False
+        if leaving:
+            self.action_focus_diff() if self.session.pending else self.action_focus_prompt()
 
     @property
     def alive(self) -> bool:
@@ -908,6 +942,8 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         diff.focus()
 
     def action_focus_files(self) -> None:
+        if not self.tree_shown:
+            self.tree_wanted = True
         self.query_one(FileTree).focus()
 
     def action_focus_diff(self) -> None:
@@ -970,13 +1006,13 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         """Hide keys that would do nothing now, so the footer shows what matters."""
         return actions.available(action, self)
 
-    def palette_commands(self) -> Iterable[SystemCommand]:
+    def palette_actions(self) -> Iterable[tuple[actions.Action, Callable[[], object]]]:
+        """The palette's actions available now, each with what runs it."""
         diff = self.query_one(DiffView)
         for a in actions.palette(self):
             target, _, name = a.run.rpartition(".")
             owner = {"screen": self, "app": self.app}.get(target, diff)
-            yield SystemCommand(a.palette or a.label, a.help,
-                                lambda o=owner, n=name: o.run_action(n))
+            yield a, lambda o=owner, n=name: o.run_action(n)
 
 
 def _git_badge(st: FileStatus) -> tuple[str, str]:
