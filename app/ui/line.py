@@ -30,6 +30,12 @@ class Line(Widget):
             self._strip = None
             self.refresh()
 
+    @property
+    def shown(self) -> str:
+        """The text as drawn at the width it has now."""
+        width = self.content_region.width
+        return self.text.fit(width) if isinstance(self.text, StatusLine) else self.text[:width]
+
     def on_resize(self) -> None:
         self._strip = None
 

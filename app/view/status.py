@@ -1,4 +1,8 @@
-"""The live status texts: one wording for the terminal app and `steer run`."""
+"""The live status texts: one wording for the terminal app and `steer run`.
+
+The bottom line and the answer's title are `StatusLine`s: text made of " · " parts, each
+with a rank, so the terminal app fits them to a narrow terminal by dropping whole parts,
+never by cutting a word at the edge."""
 
 from __future__ import annotations
 
@@ -9,62 +13,6 @@ from rich.cells import cell_len
 from app.core.diff import OPEN, HunkState, PendingDiff
 from app.core.provider import Provider
 from app.core.session import Session, Turn
-
-
-def turn_figures(turn: Turn) -> str:
-    """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s": what matters most first, so a
-    narrow pane crops the least useful figures."""
-    rate = turn.tokens_per_s
-    ttft = turn.ttft
-    usage = turn.usage
-    predicted = None
-    if usage is not None and usage.accepted_prediction is not None:
-        predicted = (f"predicted {usage.accepted_prediction}/"
-                     f"{usage.accepted_prediction + (usage.rejected_prediction or 0)} tok kept")
-    parts = [turn.state,
-             f"{rate:,.0f} tok/s" if rate else None,
-             f"{turn.tokens} tok",
-             predicted,
-             f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
-             f"{turn.elapsed:.1f}s"]
-    return " · ".join(p for p in parts if p)
-
-
-def status_text(provider: Provider, turn: Turn) -> str:
-    """The figures with the provider in front (`steer run`'s status line)."""
-    return f"{provider.label} · {turn_figures(turn)}"
-
-
-def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = False) -> str:
-    """"Conversation · figures · format whole: why": the format chosen for the answer and why,
-    last (a narrow pane crops it before the figures)."""
-    head = "Conversation (raw: what the model sent)" if raw else "Conversation"
-    if turn is None:
-        return head
-    fmt = ""
-    if session is not None and session.fmt_reason and turn is session.turn:
-        fmt = f" · format {session.fmt}: {session.fmt_reason}"
-    return f"{head} · {turn_figures(turn)}{fmt}"
-
-
-def hunk_counts(pending: PendingDiff) -> dict[str, int]:
-    counts = {"open": 0, "accepted": 0, "rejected": 0, "streaming": 0, "conflict": 0,
-              "flagged": 0}
-    for h in pending.hunks:
-        if h.state in OPEN:
-            counts["open"] += 1
-            if h.state == HunkState.CONFLICT:
-                counts["conflict"] += 1
-            if h.warning:  # open, and left out of bulk accepts
-                counts["flagged"] += 1
-        elif h.state == HunkState.ACCEPTED:
-            counts["accepted"] += 1
-        elif h.state == HunkState.REJECTED:
-            counts["rejected"] += 1
-        else:
-            counts["streaming"] += 1
-    return counts
-
 
 SEP = " · "
 
@@ -109,6 +57,66 @@ def fit(parts: tuple[Part, ...] | list[Part], width: int) -> str:
     cut = text[: max(0, width - 1)]
     space = cut.rfind(" ")
     return (cut[:space].rstrip(" ·,:") if space > 0 else cut) + "…"
+
+
+def figure_parts(turn: Turn) -> list[str]:
+    """["streaming", "1,234 tok/s", "567 tok", "ttft 80ms", "2.1s"]: what matters most first,
+    so a narrow pane drops the least useful figures."""
+    rate = turn.tokens_per_s
+    ttft = turn.ttft
+    usage = turn.usage
+    predicted = None
+    if usage is not None and usage.accepted_prediction is not None:
+        predicted = (f"predicted {usage.accepted_prediction}/"
+                     f"{usage.accepted_prediction + (usage.rejected_prediction or 0)} tok kept")
+    parts = [turn.state,
+             f"{rate:,.0f} tok/s" if rate else None,
+             f"{turn.tokens} tok",
+             predicted,
+             f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
+             f"{turn.elapsed:.1f}s"]
+    return [p for p in parts if p]
+
+
+def turn_figures(turn: Turn) -> str:
+    """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s"."""
+    return SEP.join(figure_parts(turn))
+
+
+def status_text(provider: Provider, turn: Turn) -> str:
+    """The figures with the provider in front (`steer run`'s status line)."""
+    return f"{provider.label} · {turn_figures(turn)}"
+
+
+def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = False) -> StatusLine:
+    """"Conversation · figures · format whole: why": the format chosen for the answer and why,
+    last. A narrow pane drops parts from the end (each later part ranks lower)."""
+    head = "Conversation (raw: what the model sent)" if raw else "Conversation"
+    texts = [head]
+    if turn is not None:
+        texts += figure_parts(turn)
+        if session is not None and session.fmt_reason and turn is session.turn:
+            texts.append(f"format {session.fmt}: {session.fmt_reason}")
+    return StatusLine([Part(t, i) for i, t in enumerate(texts)])
+
+
+def hunk_counts(pending: PendingDiff) -> dict[str, int]:
+    counts = {"open": 0, "accepted": 0, "rejected": 0, "streaming": 0, "conflict": 0,
+              "flagged": 0}
+    for h in pending.hunks:
+        if h.state in OPEN:
+            counts["open"] += 1
+            if h.state == HunkState.CONFLICT:
+                counts["conflict"] += 1
+            if h.warning:  # open, and left out of bulk accepts
+                counts["flagged"] += 1
+        elif h.state == HunkState.ACCEPTED:
+            counts["accepted"] += 1
+        elif h.state == HunkState.REJECTED:
+            counts["rejected"] += 1
+        else:
+            counts["streaming"] += 1
+    return counts
 
 
 def review_parts(session: Session) -> list[Part]:
