@@ -56,6 +56,7 @@ def test_another_model_is_named_by_its_label(tmp_path: Path):
     assert not own.tiny and "model local:mine" in text_of(welcome(own, KEYS, "x"))
     agent = ModelFacts.of(AcpAgent("codex-acp", tmp_path))
     assert "agent acp:codex-acp" in text_of(welcome(agent, KEYS, "x"))
+    assert 'steer --agent "COMMAND"' in text_of(welcome(agent, KEYS, "x"))
     # a name from outside is shown, never obeyed: a control character becomes a visible mark
     odd = ModelFacts("x:evil\x1b[2Jname\u202e", False)
     assert "x:evil\\u001b[2Jname\\u202e" in text_of(welcome(odd, KEYS, "x"))

@@ -84,6 +84,18 @@ async def test_at_80x24_the_key_bar_keeps_help_and_quit_and_the_status_whole_par
             assert len(bar.plain) <= 80
             whole_parts(status)
             whole_parts(app.query_one("#stream-title", Line))
+            await pilot.press("ctrl+t")  # the tree beside the diff: the diff's title is short
+            await pilot.pause()
+            title = app.query_one("#diff-title", Line)
+            assert title.shown == "calc.py"  # the file, whole, rather than "Pending diff · cal"
+            whole_parts(title)
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            assert app.focused is diff  # the keys went back to the review
+            await pilot.press("tab", "ctrl+t", "ctrl+t")  # from the prompt, there and back
+            await pilot.pause()
+            assert app.focused is app.query_one(PromptInput)  # not to the review: where it was
+            await pilot.press("tab")
             await pilot.press("y")
             await until(pilot, lambda: rig.hunks()[0].state == HunkState.ACCEPTED)
             await pilot.pause(0.2)

@@ -48,8 +48,10 @@ from app.ui.queue_view import QueueView
 from app.ui.screens import ChoiceScreen, HunkEditor
 from app.ui.session_actions import SessionActions
 from app.ui.stream_view import StreamView
+from app.ui.tree_fold import TreeFold
 from app.view import gitdiff
 from app.view.frames import Frame, FrameSync, Piece
+from app.view.status import Part, StatusLine
 from app.view.welcome import Row as WelcomeRow
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
@@ -65,11 +67,10 @@ WHERE = {  # the key bar's first word: where the next key goes
 GUARDED = "◆ review opened · letters still type for a moment"
 
 
-class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject reason, rewind
+class MainScreen(SessionActions, TreeFold, FrameTickScreen):  # mixins: app/ui/session_actions, tree_fold
     BINDINGS = actions.bindings("screen")
 
     focus_area: var[str] = var("prompt")  # where keys go now: prompt | diff | tree | queue
-    tree_wanted: var[bool | None] = var(None)  # the user's toggle; None: shown unless narrow
 
     def __init__(self, session: Session, *, context: Iterable[str] = (), watch_files: bool = True,
                  blink: bool = True, welcome: list[WelcomeRow] | None = None) -> None:
@@ -169,40 +170,6 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         self._can_undo = await self.session.journal_undoable()
         if self.alive:
             self._from_worker(self.refresh_bindings)
-
-    def on_resize(self, event) -> None:
-        # narrow terminals: a slimmer tree and side pane, then the tree folds away behind its
-        # toggle (listed in the key bar while it is hidden)
-        width = event.size.width
-        self.set_class(width < 100, "-narrow")
-        self.set_class(100 <= width < 140, "-medium")
-        self._place_tree()
-
-    @property
-    def tree_shown(self) -> bool:
-        return self.tree_wanted if self.tree_wanted is not None else not self.has_class("-narrow")
-
-    def watch_tree_wanted(self) -> None:
-        self._place_tree()
-
-    def _place_tree(self) -> None:
-        shown = self.tree_shown
-        self.set_class(not shown, "-tree-hidden")
-        if self._ready:
-            self.query_one(KeyBar).set_also(
-                frozenset() if shown and not self.has_class("-narrow") else frozenset({"toggle_tree"}))
-
-    def action_toggle_tree(self) -> None:
-        """Show the tree and go to it, or hide it. Hiding it while it has the keys hands
-        them back where Esc from the tree would: the user's key, never the app's choice."""
-        if not self.tree_shown:
-            self.tree_wanted = True
-            self.query_one(FileTree).focus()
-            return
-        leaving = self.focus_area == "tree"
-        self.tree_wanted = False
-        if leaving:
-            self.action_focus_diff() if self.session.pending else self.action_focus_prompt()
 
     @property
     def alive(self) -> bool:
@@ -417,13 +384,15 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         diff = self.query_one(DiffView)
         head = {"pending": "Pending diff", "head": "Working tree vs HEAD",
                 "index": "Staged (index vs HEAD)"}[self.view]
-        title = head + (f" · {self.selected}" if self.selected else "")
+        # a narrow pane drops whole parts: the view's name first, the file last
+        parts = [Part(head, 2)] + ([Part(self.selected, 0)] if self.selected else [])
         if diff.line_mode:
-            title += " · LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves"
+            parts.append(Part("LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves", 1))
         elif diff.side_by_side:
-            title += " · side by side"
+            parts.append(Part("side by side", 3))
         if self._elsewhere:
-            title += f" · {self._elsewhere}"
+            parts.append(Part(self._elsewhere, 1))
+        title = StatusLine(parts)
         self.query_one("#diff-title", Line).set(title)
 
     def _first_open_hunk(self):
@@ -940,11 +909,6 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         diff = self.query_one(DiffView)
         diff.guard_until = 0.0
         diff.focus()
-
-    def action_focus_files(self) -> None:
-        if not self.tree_shown:
-            self.tree_wanted = True
-        self.query_one(FileTree).focus()
 
     def action_focus_diff(self) -> None:
         diff = self.query_one(DiffView)

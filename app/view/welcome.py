@@ -81,9 +81,15 @@ def welcome(model: ModelFacts, keys: Mapping[str, str], config_file: str) -> lis
             Row("switch", (_c(f"steer --provider {EXAMPLE}"), _t(" with "), _c(preset.key_env or ""),
                          _t(" set, or "), _c('base_url = "…"'), _t(" in "), _c(config_file))),
         ]
+    elif model.agent:
+        rows += [
+            Row("agent", (_t(shown(model.label)),)),
+            Row("switch", (_c('steer --agent "COMMAND"'), _t(" runs another; without "),
+                           _c("--agent"), _t(", a model answers"))),
+        ]
     else:
         rows += [
-            Row("agent" if model.agent else "model", (_t(shown(model.label)),)),
+            Row("model", (_t(shown(model.label)),)),
             Row("switch", (_c("steer --provider NAME --model M"), _t(", or "),
                            _c('provider = "…"'), _t(" in "), _c(config_file))),
         ]
