@@ -55,6 +55,12 @@ def config_dir() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "steer"
 
 
+def config_file_shown() -> str:
+    """The config file as a user would type its path: `~/.config/steer/config.toml`, or
+    `$XDG_CONFIG_HOME/steer/config.toml` when that variable moves it."""
+    return ("$XDG_CONFIG_HOME" if os.environ.get("XDG_CONFIG_HOME") else "~/.config") + "/steer/config.toml"
+
+
 class ConfigError(ValueError):
     pass
 

@@ -11,6 +11,8 @@ import pytest
 
 from app.bench.demo import CALC_ANSWER
 from app.bench.screenshots import SCENARIOS, SIZE, demo_repo
+from app.config import Settings
+from app.providers.factory import build_provider
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ServerThread
 from app.ui.app import SteerApp
@@ -24,3 +26,23 @@ def test_screen(scenario, snap_compare, tmp_path: Path):
         app = SteerApp(root, OpenAIChat(server.base_url, "replay"), context=["calc.py"],
                        watch_files=False, blink=False)
         assert snap_compare(app, terminal_size=SIZE, run_before=scenario.run)
+
+
+async def _first_screen(pilot) -> None:
+    from app.bench.screenshots import until
+
+    await until(pilot, lambda: "calc.py" in pilot.app.main.files)
+    await pilot.pause(0.1)
+
+
+@pytest.mark.model  # the built-in model's server starts (warm-up) while the picture is taken
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["160x48", "80x24"])
+def test_first_run(size, snap_compare, tmp_path: Path, monkeypatch):
+    """Nothing configured, nothing asked yet: the conversation pane teaches, names the
+    built-in model a toy and says how to point steer at a real endpoint; at 80×24 too, with
+    the tree folded behind its key."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the config file shows as ~/.config/…
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    root = demo_repo(tmp_path)
+    app = SteerApp(root, build_provider(Settings(), cwd=root), watch_files=False, blink=False)
+    assert snap_compare(app, terminal_size=size, run_before=_first_screen)

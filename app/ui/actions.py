@@ -1,7 +1,8 @@
 """Every action of the app in one table: its id (the name to rebind it by), default keys,
 where the key works, what it runs, its footer label, help text, palette entry and when it is
-available. Bindings, the help screen, the command palette and `check_action` all derive
-from this table, so an action's facts are written once.
+available. Bindings, the key bar (which entries it keeps on a narrow terminal), the help
+screen, the command palette (each entry with its key) and `check_action` all derive from
+this table, so an action's facts are written once.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class Action:
     when: str | None = None  # a WHEN condition; None: always available
     show: bool = True  # in the footer
     priority: bool = False
+    # the key bar keeps what fits, dropping the highest rank first: 0 always stays (Help,
+    # Quit: the way out and the way to every other key), 1 the flow's own keys, 3 extras
+    bar: int = 2
 
 
 ACTIONS: tuple[Action, ...] = (
@@ -72,15 +76,15 @@ ACTIONS: tuple[Action, ...] = (
     Action("send", "enter", "prompt", "submit", "Send", "send the message; while the model streams: "
            "redirect it", "Prompt"),
     Action("queue", "tab", "prompt", "tab", "Queue / review", "queue the message as a follow-up, "
-           "complete an @path; in an empty prompt: go to the review", "Prompt", priority=True),
+           "complete an @path; in an empty prompt: go to the review", "Prompt", priority=True, bar=1),
     # review
     Action("next_hunk", "j,down", "diff", "next_hunk", "Next", "next hunk (past the last: next file)",
            "Review"),
     Action("prev_hunk", "k,up", "diff", "prev_hunk", "Prev", "previous hunk", "Review", show=False),
     Action("accept_hunk", "y", "diff", "screen.accept_hunk", "Accept", "accept the hunk (in line mode: "
-           "the picked lines)", "Review", "Accept hunk", when="hunk_open"),
+           "the picked lines)", "Review", "Accept hunk", when="hunk_open", bar=1),
     Action("reject_hunk", "n", "diff", "screen.reject_hunk", "Reject", "reject the hunk", "Review",
-           "Reject hunk", when="hunk_open"),
+           "Reject hunk", when="hunk_open", bar=1),
     Action("accept_file", "Y", "diff", "screen.accept_file", "Accept file", "accept every open hunk "
            "of the file", "Review", "Accept file", when="any_open"),
     Action("reject_reason", "R", "diff", "screen.reject_with_reason", "Reject…", "reject the hunk "
@@ -93,7 +97,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("reject_all", "", "diff", "screen.reject_all", "Reject all", "reject every open hunk of "
            "every file", "Review", "Reject all", when="any_open"),
     Action("line_mode", "v", "diff", "line_mode", "Lines", "line mode: pick single lines of the hunk",
-           "Review", "Line mode", when="hunk_open"),
+           "Review", "Line mode", when="hunk_open", bar=3),
     Action("pick_line", "space", "diff", "pick_line", "Pick", "in line mode: pick / unpick the line",
            "Review", show=False),
     Action("edit_hunk", "e", "diff", "screen.edit_hunk", "Edit", "edit the hunk ($EDITOR, or inline) "
@@ -105,23 +109,24 @@ ACTIONS: tuple[Action, ...] = (
     Action("first_hunk", "g", "diff", "first_hunk", "First", "first hunk", "Review", show=False),
     Action("last_hunk", "G", "diff", "last_hunk", "Last", "last hunk", "Review", show=False),
     Action("to_prompt", "tab", "diff", "screen.focus_prompt", "Type", "back to the prompt (typing a "
-           "letter that is not a review key starts a message too)", "Review"),
+           "letter that is not a review key starts a message too)", "Review", bar=1),
     Action("keep_mine", "m", "diff", "screen.keep_mine", "Keep mine", "a conflict: keep your "
-           "lines on disk, drop the proposal's", "Review", "Keep my version", when="conflict"),
+           "lines on disk, drop the proposal's", "Review", "Keep my version", when="conflict",
+           bar=1),
     Action("take_theirs", "T", "diff", "screen.take_theirs", "Take theirs", "a conflict: write "
            "the proposal over your lines (e edits a mix)", "Review", "Take the proposal",
-           when="conflict"),
+           when="conflict", bar=1),
     Action("retry", "r", "diff", "screen.retry", "Retry refused", "ask the model again for the "
            "edits that could not be applied, showing it the files as they are", "Review",
-           "Retry refused edits", when="refused"),
+           "Retry refused edits", when="refused", bar=1),
     # git
     Action("git_view", "d", "diff", "screen.cycle_view", "View", "the diff pane shows: pending "
-           "changes / working tree vs HEAD / index vs HEAD", "Git", "Git view"),
+           "changes / working tree vs HEAD / index vs HEAD", "Git", "Git view", bar=3),
     Action("stage", "S", "diff", "screen.stage", "Stage", "stage exactly the accepted hunks (like "
            "git add -p; your other changes stay unstaged)", "Git", "Stage accepted hunks",
-           when="accepted"),
+           when="accepted", bar=3),
     Action("commit", "C", "diff", "screen.commit", "Commit", "commit what is staged: type a message "
-           "or let the model propose one", "Git", "Commit", when="git"),
+           "or let the model propose one", "Git", "Commit", when="git", bar=3),
     # files and queue
     Action("toggle_context", "c", "tree", "toggle_context", "Context ±", "add / remove the file from "
            "the model's context", "Files"),
@@ -133,13 +138,16 @@ ACTIONS: tuple[Action, ...] = (
            "follow-up", "Queue", "Clear queue", when="queue"),
     # anywhere
     Action("interrupt", "escape", "screen", "screen.interrupt", "Stop", "stop the model now",
-           "App", "Interrupt", when="streaming"),
+           "App", "Interrupt", when="streaming", bar=1),
     Action("back", "escape", "screen", "screen.back", "Back", "leave line mode, the file tree or the "
            "queue (never moves between typing and reviewing)", "App", when="idle", show=False),
     Action("focus_prompt", "i,slash", "screen", "screen.focus_prompt", "Prompt", "go to the prompt",
            "App", "Focus prompt", show=False),
     Action("focus_files", "ctrl+f", "screen", "screen.focus_files", "Files", "go to the file tree",
            "App", "Focus files", show=False),
+    Action("toggle_tree", "ctrl+t", "screen", "screen.toggle_tree", "Files", "show / hide the "
+           "file tree (a narrow terminal hides it until you show it)", "Files", "Show / hide files",
+           show=False, bar=1),  # the key bar lists it while the tree is hidden or narrow
     Action("focus_diff", "ctrl+r", "screen", "screen.focus_diff", "Review", "go to the review (diff), "
            "keeping the draft",
            "App", "Focus diff", show=False),
@@ -154,14 +162,34 @@ ACTIONS: tuple[Action, ...] = (
            "(every turn is a checkpoint): the conversation, the files steer wrote, or both; redo",
            "App", "Rewind to before a turn", when="idle", show=False),
     Action("theme", "t", "screen", "app.next_theme", "Theme", "next theme (remembered)", "App",
-           show=False),
-    Action("help", "f1,question_mark", "screen", "app.help", "Help", "this help", "App", "Keys"),
+           "Next theme", show=False),
+    Action("help", "f1,question_mark", "screen", "app.help", "Help", "this help: every key",
+           "App", "Keys", bar=0),
     Action("command_palette", "ctrl+p", "screen", "app.command_palette", "Palette",
            "every command, searchable", "App", show=False),
-    Action("quit", "ctrl+q", "screen", "app.quit", "Quit", "quit", "App", priority=True),
+    Action("quit", "ctrl+q", "screen", "app.quit", "Quit", "quit (asks first while hunks are "
+           "open)", "App", "Quit", priority=True, bar=0),
 )
 
 BY_ID = {a.id: a for a in ACTIONS}
+
+_KEY_NAMES = {"down": "↓", "up": "↑", "left": "←", "right": "→", "question_mark": "?",
+              "slash": "/", "escape": "Esc", "enter": "Enter", "space": "Space", "tab": "Tab",
+              "pagedown": "PgDn", "pageup": "PgUp", "delete": "Del", "backspace": "⌫"}
+
+
+def pretty_keys(keys: str, first: bool = False) -> str:
+    """"j,down" -> "j, ↓", "ctrl+q" -> "Ctrl+Q"; `first`: only the first key ("j")."""
+    out = []
+    for k in keys.split(","):
+        k = k.strip()
+        if not k:
+            continue
+        if k.startswith("ctrl+"):
+            out.append("Ctrl+" + _KEY_NAMES.get(k[5:], k[5:].upper()))
+        else:
+            out.append(_KEY_NAMES.get(k, k.upper() if k.startswith("f") and k[1:].isdigit() else k))
+    return out[0] if first and out else ", ".join(out)
 
 
 def bindings(scope: Scope) -> list[Binding]:

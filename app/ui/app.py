@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from app.config import Settings
+from app.config import Settings, config_file_shown
 from app.core.diff import OPEN
 from app.core.provider import Provider
 from app.core.resume import open_saved
@@ -17,14 +17,17 @@ from app.core.session import Session
 from app.core.workspace import Workspace
 from app.ui import actions
 from app.ui.main_screen import MainScreen
+from app.ui.palette import Entry, SteerCommands, textual_extras
 from app.ui.screens import ConfirmScreen, HelpScreen
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
+from app.view.welcome import ModelFacts, welcome
 
 
 class SteerApp(App):
     CSS_PATH = str(stylesheet())
     TITLE = "steer"
     BINDINGS = []  # every binding comes from the action table (app/ui/actions.py)
+    COMMANDS = {SteerCommands}  # the palette: the action table's entries, with their keys
 
     def __init__(self, root: Path, provider: Provider, settings: Settings | None = None, *,
                  context: Iterable[str] = (), watch_files: bool = True, blink: bool = True,
@@ -37,7 +40,12 @@ class SteerApp(App):
                                temperature=self.settings.temperature)
         # saved (app/core/sessions.py): `saving` is open_saved's choice (resume or new)
         self.resumed = None if saving is None else open_saved(self.session, **saving)
-        self.main = MainScreen(self.session, context=context, watch_files=watch_files, blink=blink)
+        # the first screen teaches; a resumed session that has turns shows them instead
+        first = None if self.session.turns else welcome(
+            ModelFacts.of(provider), {a: actions.pretty_keys(k, first=True)
+                                      for a, k in self.key_names.items()}, config_file_shown())
+        self.main = MainScreen(self.session, context=context, watch_files=watch_files, blink=blink,
+                               welcome=first)
         themes, self._theme_problems = load_themes()
         self.theme_names = [t.name for t in themes]
         for t in themes:
@@ -101,10 +109,17 @@ class SteerApp(App):
         if self.is_running:
             remember_theme(name)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+    def palette_entries(self, screen: Screen) -> Iterable[Entry]:
+        """The command palette (app/ui/palette.py): one entry per action, with its key."""
+        keys = self.key_names
         if isinstance(screen, MainScreen):
-            yield from screen.palette_commands()
+            for a, run in screen.palette_actions():
+                yield Entry(a.palette or a.label, a.help, run, actions.pretty_keys(keys.get(a.id, "")))
         for name in self.theme_names:
-            yield SystemCommand(f"Theme: {name}", "Switch theme (remembered)",
-                                lambda n=name: setattr(self, "theme", n))
+            yield Entry(f"Theme: {name}", "switch to this theme (remembered)",
+                        lambda n=name: setattr(self, "theme", n))
+        yield from textual_extras(super().get_system_commands(screen))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        for e in self.palette_entries(screen):
+            yield SystemCommand(e.title, e.help, e.run)

@@ -4,13 +4,21 @@ Textual's Footer recomposes a widget per key whenever the bindings change, which
 layout pass of the whole screen (30-50 ms here) on every focus change, every answer's start
 and end, and every Esc. This bar is one line of text: a change repaints one row. Keys are
 clickable, as in the Footer.
+
+On a narrow terminal the bar keeps what fits, dropping whole entries by the rank the action
+table gives them (`bar`): Help and Quit always stay, so every other key can be found.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.widget import Widget
+
+from app.ui.actions import BY_ID
 
 
 class KeyBar(Widget):
@@ -21,6 +29,7 @@ class KeyBar(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.where = ""
+        self.also: frozenset[str] = frozenset()  # action ids shown though the table hides them
         self._text = Text()
         self._spots: list[tuple[int, int, object, str]] = []  # x1, x2, namespace, action
 
@@ -29,42 +38,53 @@ class KeyBar(Widget):
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.update(force=True))
         self.update()
 
+    def on_resize(self) -> None:
+        self.update()
+
     def set_where(self, where: str) -> None:
         if where != self.where:
             self.where = where
             self.update()
 
+    def set_also(self, ids: frozenset[str]) -> None:
+        """Keys the screen wants listed now (the tree's toggle, while the tree is hidden)."""
+        if ids != self.also:
+            self.also = ids
+            self.update()
+
     def update(self, force: bool = False) -> None:
         theme = self.app.current_theme
         key_style = f"bold {theme.accent or theme.primary}"
-        text = Text(no_wrap=True, overflow="crop")
-        spots = []
-        if self.where:
-            text.append(f" {self.where} ", f"bold reverse {theme.primary}")
-            text.append(" ")
         shown: dict[str, tuple[str, object, object]] = {}  # action -> (key, node, binding)
         palette = None
         for key, (node, binding, enabled, _tooltip) in self.screen.active_bindings.items():
             if binding.action in ("app.command_palette", "command_palette"):
                 palette = (key, node, binding)
                 continue
-            if not enabled or not binding.show:
+            if not enabled or not (binding.show or binding.id in self.also):
                 continue
             other = shown.get(binding.action)
             # one key per action: a letter reads better than its arrow or named twin
             if other is None or (len(key) == 1 < len(other[0])):
                 shown[binding.action] = (key, node, binding)
-        for action, (_key, node, binding) in shown.items():
-            start = len(text)
-            text.append(self.app.get_key_display(binding), key_style)
-            text.append(f" {binding.description}  ")
-            spots.append((start, len(text), node, action))
+        entries = [_Entry(self.app.get_key_display(b), b.description, node, action,
+                          BY_ID[b.id].bar if b.id in BY_ID else 2)
+                   for action, (_key, node, b) in shown.items()]
         if palette is not None:
-            key, node, binding = palette
+            _key, node, b = palette
+            entries.append(_Entry(self.app.get_key_display(b), "palette", node, b.action, 1))
+        head = f" {self.where} " if self.where else ""
+        entries = fit(entries, self.size.width - (cell_len(head) + 1 if head else 0))
+        text = Text(no_wrap=True, overflow="crop")
+        spots = []
+        if head:
+            text.append(head, f"bold reverse {theme.primary}")
+            text.append(" ")
+        for i, e in enumerate(entries):
             start = len(text)
-            text.append(self.app.get_key_display(binding), key_style)
-            text.append(" palette")
-            spots.append((start, len(text), node, binding.action))
+            text.append(e.key, key_style)
+            text.append(f" {e.label}" + ("  " if i < len(entries) - 1 else ""))
+            spots.append((start, len(text), e.node, e.action))
         if force or text.plain != self._text.plain:
             self._text, self._spots = text, spots
             self.refresh()
@@ -81,3 +101,29 @@ class KeyBar(Widget):
             if x1 <= event.x < x2:
                 await self.app.run_action(action, node)
                 return
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    key: str
+    label: str
+    node: object
+    action: str
+    rank: int  # the action table's `bar`: 0 always stays, higher goes first
+
+
+def fit(entries: list[_Entry], width: int) -> list[_Entry]:
+    """The entries that fit in `width` cells, in their order: the highest rank goes first
+    (the later of equals), rank 0 never. Width 0 (not laid out yet): all of them."""
+    kept = list(entries)
+
+    def used() -> int:
+        return sum(cell_len(f"{e.key} {e.label}") for e in kept) + 2 * max(0, len(kept) - 1)
+
+    while width > 0 and used() > width:
+        droppable = [e for e in kept if e.rank > 0]
+        if not droppable:
+            break
+        worst = max(e.rank for e in droppable)
+        kept.remove([e for e in droppable if e.rank == worst][-1])
+    return kept

@@ -1,10 +1,14 @@
-"""One line of text that changes often (titles, the status line)."""
+"""One line of text that changes often (titles, the status line). A `StatusLine` (app/view/
+status.py) is fitted to the width by whole parts, so a narrow terminal never shows a word
+cut in two at its edge."""
 
 from __future__ import annotations
 
 from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
+
+from app.view.status import StatusLine
 
 
 class Line(Widget):
@@ -26,6 +30,12 @@ class Line(Widget):
             self._strip = None
             self.refresh()
 
+    @property
+    def shown(self) -> str:
+        """The text as drawn at the width it has now."""
+        width = self.content_region.width
+        return self.text.fit(width) if isinstance(self.text, StatusLine) else self.text[:width]
+
     def on_resize(self) -> None:
         self._strip = None
 
@@ -39,5 +49,6 @@ class Line(Widget):
         if y:
             return Strip.blank(width, style)
         if self._strip is None or self._strip.cell_length != width:
-            self._strip = Strip([Segment(self.text, style)]).crop_extend(0, width, style)
+            text = self.text.fit(width) if isinstance(self.text, StatusLine) else self.text
+            self._strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
         return self._strip

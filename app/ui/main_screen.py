@@ -16,11 +16,11 @@ import shlex
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import on
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import var
@@ -48,8 +48,11 @@ from app.ui.queue_view import QueueView
 from app.ui.screens import ChoiceScreen, HunkEditor
 from app.ui.session_actions import SessionActions
 from app.ui.stream_view import StreamView
+from app.ui.tree_fold import TreeFold
 from app.view import gitdiff
 from app.view.frames import Frame, FrameSync, Piece
+from app.view.status import Part, StatusLine
+from app.view.welcome import Row as WelcomeRow
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
 BADGES_EVERY = 0.25  # while streaming, the tree's badges change at most this often
@@ -64,15 +67,16 @@ WHERE = {  # the key bar's first word: where the next key goes
 GUARDED = "◆ review opened · letters still type for a moment"
 
 
-class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject reason, rewind
+class MainScreen(SessionActions, TreeFold, FrameTickScreen):  # mixins: app/ui/session_actions, tree_fold
     BINDINGS = actions.bindings("screen")
 
     focus_area: var[str] = var("prompt")  # where keys go now: prompt | diff | tree | queue
 
     def __init__(self, session: Session, *, context: Iterable[str] = (), watch_files: bool = True,
-                 blink: bool = True) -> None:
+                 blink: bool = True, welcome: list[WelcomeRow] | None = None) -> None:
         super().__init__(id="main-screen")
         self.session = session
+        self.welcome = welcome or []  # the conversation pane's first screen (no message yet)
         self.ws = session.ws
         self.sync = FrameSync(session)
         self._initial_context = list(context)
@@ -111,7 +115,9 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
                 yield DiffView(id="diff")
             with Vertical(id="side"):
                 yield Line("Conversation", id="stream-title", classes="pane-title")
-                yield StreamView(id="stream")
+                stream = StreamView(id="stream")
+                stream.welcome = self.welcome
+                yield stream
                 yield Line("Queued follow-ups (Enter edits, Del drops)", id="queue-title",
                            classes="pane-title")
                 yield QueueView(id="queue")
@@ -126,6 +132,7 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         self._add_each(list(self._initial_context), self._render_context)
         self.query_one(PromptInput).focus()
         self.query_one(KeyBar).set_where(WHERE[self.focus_area])
+        self._place_tree()
         self.session.on_data = self._wake
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)
@@ -163,12 +170,6 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         self._can_undo = await self.session.journal_undoable()
         if self.alive:
             self._from_worker(self.refresh_bindings)
-
-    def on_resize(self, event) -> None:
-        # narrow terminals: a slimmer tree and side pane, then no tree (c and @path still work)
-        width = event.size.width
-        self.set_class(width < 100, "-narrow")
-        self.set_class(100 <= width < 140, "-medium")
 
     @property
     def alive(self) -> bool:
@@ -383,13 +384,15 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         diff = self.query_one(DiffView)
         head = {"pending": "Pending diff", "head": "Working tree vs HEAD",
                 "index": "Staged (index vs HEAD)"}[self.view]
-        title = head + (f" · {self.selected}" if self.selected else "")
+        # a narrow pane drops whole parts: the view's name first, the file last
+        parts = [Part(head, 2)] + ([Part(self.selected, 0)] if self.selected else [])
         if diff.line_mode:
-            title += " · LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves"
+            parts.append(Part("LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves", 1))
         elif diff.side_by_side:
-            title += " · side by side"
+            parts.append(Part("side by side", 3))
         if self._elsewhere:
-            title += f" · {self._elsewhere}"
+            parts.append(Part(self._elsewhere, 1))
+        title = StatusLine(parts)
         self.query_one("#diff-title", Line).set(title)
 
     def _first_open_hunk(self):
@@ -907,9 +910,6 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         diff.guard_until = 0.0
         diff.focus()
 
-    def action_focus_files(self) -> None:
-        self.query_one(FileTree).focus()
-
     def action_focus_diff(self) -> None:
         diff = self.query_one(DiffView)
         diff.guard_until = 0.0  # the user chose to review: their keys act at once
@@ -970,13 +970,13 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         """Hide keys that would do nothing now, so the footer shows what matters."""
         return actions.available(action, self)
 
-    def palette_commands(self) -> Iterable[SystemCommand]:
+    def palette_actions(self) -> Iterable[tuple[actions.Action, Callable[[], object]]]:
+        """The palette's actions available now, each with what runs it."""
         diff = self.query_one(DiffView)
         for a in actions.palette(self):
             target, _, name = a.run.rpartition(".")
             owner = {"screen": self, "app": self.app}.get(target, diff)
-            yield SystemCommand(a.palette or a.label, a.help,
-                                lambda o=owner, n=name: o.run_action(n))
+            yield a, lambda o=owner, n=name: o.run_action(n)
 
 
 def _git_badge(st: FileStatus) -> tuple[str, str]:

@@ -11,28 +11,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
 from app.core.diff import Hunk
-from app.ui.actions import ACTIONS
-
-_KEY_NAMES = {"down": "↓", "up": "↑", "left": "←", "right": "→", "question_mark": "?",
-              "slash": "/", "escape": "Esc", "enter": "Enter", "space": "Space", "tab": "Tab",
-              "pagedown": "PgDn", "pageup": "PgUp", "delete": "Del", "backspace": "⌫"}
-
+from app.ui.actions import ACTIONS, pretty_keys
 
 SECTIONS = ["Prompt", "Review", "Git", "Files", "Queue", "App"]
-
-
-def pretty_keys(keys: str) -> str:
-    """"j,down" -> "j / ↓", "ctrl+q" -> "Ctrl+Q"."""
-    out = []
-    for k in keys.split(","):
-        k = k.strip()
-        if not k:
-            continue
-        if k.startswith("ctrl+"):
-            out.append("Ctrl+" + _KEY_NAMES.get(k[5:], k[5:].upper()))
-        else:
-            out.append(_KEY_NAMES.get(k, k.upper() if k.startswith("f") and k[1:].isdigit() else k))
-    return " / ".join(out)
 
 
 class HelpScreen(ModalScreen[None]):

@@ -8,6 +8,9 @@ changed are refreshed, and rows already on screen keep their strips. Markdown is
 per block with rich (markdown-it underneath) rather than with Textual's Markdown widget:
 that widget mounts a widget per block, and every mount is a layout pass of the whole screen
 (30-50 ms here), a few per second at full speed — the frame budget cannot hold with it.
+
+Before the first message the pane is not blank: it shows the welcome the screen gives it
+(`welcome`: how to ask, review and stop, which model answers), until the first block.
 """
 
 from __future__ import annotations
@@ -30,10 +33,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.ui.compat import markdown, set_virtual_size
+from app.ui.welcome import STYLES as WELCOME_STYLES
+from app.ui.welcome import welcome_strips
 from app.view.cards import STYLES as CARD_STYLES
 from app.view.layout import TAB
+from app.view.welcome import Row as WelcomeRow
 
-STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-cursor", *CARD_STYLES)
+STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-cursor", *CARD_STYLES,
+          *WELCOME_STYLES)
 JUMP_WINDOW = 0.25  # a jump leaves room for as many rows as arrived in this many seconds
 KEEP_ABOVE = 3  # screens of rows above the view that keep their rendered strips
 FENCE_MARKS = ("```", "~~~")
@@ -139,6 +146,9 @@ class StreamView(ScrollView, can_focus=True):
     StreamView > .streamview--card-stale { color: $warning; text-style: bold; background: $panel; }
     StreamView > .streamview--card-mixed { color: $text; text-style: bold; background: $panel; }
     StreamView > .streamview--card-cursor { background: $accent 30%; }
+    StreamView > .streamview--welcome-label { color: $text-muted; text-style: bold; }
+    StreamView > .streamview--welcome-key { color: $accent; text-style: bold; }
+    StreamView > .streamview--welcome-code { color: $warning; }
     """
 
     class CardChosen(Message):
@@ -165,6 +175,21 @@ class StreamView(ScrollView, can_focus=True):
         self.card_cursor: int | None = None  # the card j/k moved to (its key)
         self.tail = True
         self.add_class("-tail")
+        self.welcome: list[WelcomeRow] = []  # drawn while there is no block yet
+        self._welcome: list[Strip] | None = None  # rendered, at the width
+
+    @property
+    def welcoming(self) -> bool:
+        """The welcome is what the pane shows (no message yet)."""
+        return bool(self.welcome) and not self._blocks
+
+    @property
+    def welcome_text(self) -> str:
+        """The welcome as drawn now, line by line ("" once the conversation began)."""
+        if not self.welcoming:
+            return ""
+        strips = welcome_strips(self.welcome, max(1, self._width or 80), self._style, self._height)
+        return "\n".join(strip.text.rstrip() for strip in strips)
 
     # -- content ---------------------------------------------------------------------------
     @property
@@ -267,6 +292,8 @@ class StreamView(ScrollView, can_focus=True):
             self._repaint_block(i)
 
     def _append(self, block: Block) -> Block:
+        if self.welcoming:
+            self.refresh()  # the first block: the welcome goes, all of it
         self._blocks.append(block)
         self._first_row.append(len(self._rows))
         return block
@@ -501,6 +528,7 @@ class StreamView(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         region = self.scrollable_content_region
         self._height = region.height
+        self._welcome = None
         if region.width and region.width != self._width:
             self._width = region.width
             for b in self._blocks:
@@ -521,6 +549,7 @@ class StreamView(ScrollView, can_focus=True):
         super().notify_style_update()
         self._style_of.clear()
         self._theme = None
+        self._welcome = None
         for b in self._blocks:
             b.strips = None
         if self._blocks and self._width:
@@ -532,6 +561,12 @@ class StreamView(ScrollView, can_focus=True):
         else:  # a scrollbar takes a column: the rare case pays for the exact width
             row, width = int(self.scroll_offset.y) + y, self.scrollable_content_region.width
         if row >= len(self._rows):
+            if self.welcoming:
+                if self._welcome is None:
+                    self._welcome = welcome_strips(self.welcome, max(1, width), self._style,
+                                                   self._height)
+                if y < len(self._welcome):
+                    return self._welcome[y]
             return Strip.blank(width, self._style(""))
         i, r = self._rows[row]
         strips = self._strips(self._blocks[i])

@@ -1,15 +1,67 @@
-"""The live status texts: one wording for the terminal app and `steer run`."""
+"""The live status texts: one wording for the terminal app and `steer run`.
+
+The bottom line and the answer's title are `StatusLine`s: text made of " · " parts, each
+with a rank, so the terminal app fits them to a narrow terminal by dropping whole parts,
+never by cutting a word at the edge."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.cells import cell_len
 
 from app.core.diff import OPEN, HunkState, PendingDiff
 from app.core.provider import Provider
 from app.core.session import Session, Turn
 
+SEP = " · "
 
-def turn_figures(turn: Turn) -> str:
-    """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s": what matters most first, so a
-    narrow pane crops the least useful figures."""
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    text: str
+    rank: int = 0  # a line too narrow for every part drops the highest rank first
+
+
+class StatusLine(str):
+    """The bottom line: its text, and the parts it is made of, so that a narrow terminal
+    drops whole parts (the least useful first) instead of cutting a word in two."""
+
+    parts: tuple[Part, ...]
+
+    def __new__(cls, parts: list[Part]) -> StatusLine:
+        line = super().__new__(cls, SEP.join(p.text for p in parts))
+        line.parts = tuple(parts)
+        return line
+
+    def fit(self, width: int) -> str:
+        return fit(self.parts, width)
+
+
+def fit(parts: tuple[Part, ...] | list[Part], width: int) -> str:
+    """The parts that fit in `width` cells, in their order, joined by " · ". The highest
+    rank goes first (the later of equals); parts gone after the last one shown leave a "…".
+    A last part still too wide is cut after a whole word, with "…"."""
+    kept = list(parts)
+
+    def line(ps: list[Part]) -> str:
+        text = SEP.join(p.text for p in ps)
+        return text + (SEP + "…" if ps and ps[-1] is not parts[-1] else "") if ps else "…"
+
+    while len(kept) > 1 and cell_len(line(kept)) > width:
+        worst = max(p.rank for p in kept)
+        kept.remove([p for p in kept if p.rank == worst][-1])
+    text = line(kept)
+    if cell_len(text) <= width:
+        return text
+    cut = text[: max(0, width - 1)]
+    space = cut.rfind(" ")
+    return (cut[:space].rstrip(" ·,:") if space > 0 else cut) + "…"
+
+
+def figure_parts(turn: Turn) -> list[str]:
+    """["streaming", "1,234 tok/s", "567 tok", "ttft 80ms", "2.1s"]: what matters most first,
+    so a narrow pane drops the least useful figures."""
     rate = turn.tokens_per_s
     ttft = turn.ttft
     usage = turn.usage
@@ -23,7 +75,12 @@ def turn_figures(turn: Turn) -> str:
              predicted,
              f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
              f"{turn.elapsed:.1f}s"]
-    return " · ".join(p for p in parts if p)
+    return [p for p in parts if p]
+
+
+def turn_figures(turn: Turn) -> str:
+    """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s"."""
+    return SEP.join(figure_parts(turn))
 
 
 def status_text(provider: Provider, turn: Turn) -> str:
@@ -31,16 +88,16 @@ def status_text(provider: Provider, turn: Turn) -> str:
     return f"{provider.label} · {turn_figures(turn)}"
 
 
-def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = False) -> str:
+def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = False) -> StatusLine:
     """"Conversation · figures · format whole: why": the format chosen for the answer and why,
-    last (a narrow pane crops it before the figures)."""
+    last. A narrow pane drops parts from the end (each later part ranks lower)."""
     head = "Conversation (raw: what the model sent)" if raw else "Conversation"
-    if turn is None:
-        return head
-    fmt = ""
-    if session is not None and session.fmt_reason and turn is session.turn:
-        fmt = f" · format {session.fmt}: {session.fmt_reason}"
-    return f"{head} · {turn_figures(turn)}{fmt}"
+    texts = [head]
+    if turn is not None:
+        texts += figure_parts(turn)
+        if session is not None and session.fmt_reason and turn is session.turn:
+            texts.append(f"format {session.fmt}: {session.fmt_reason}")
+    return StatusLine([Part(t, i) for i, t in enumerate(texts)])
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:
@@ -62,22 +119,30 @@ def hunk_counts(pending: PendingDiff) -> dict[str, int]:
     return counts
 
 
-def review_line(session: Session) -> str:
-    """The bottom line: the back-end, the format, and where the review stands."""
+def review_parts(session: Session) -> list[Part]:
+    """The bottom line's parts: the back-end (rank 3: the header shows it too), the format
+    (2), the hunks (0), the answer's state and what needs the user (1)."""
     turn, pending = session.turn, session.pending
-    text = f"{session.provider.label} · format {session.fmt if turn else session.fmt_choice}"
+    parts = [Part(session.provider.label, 3),
+             Part(f"format {session.fmt if turn else session.fmt_choice}", 2)]
     if turn is None or pending is None:
-        return text + " · idle: type an instruction below"
+        return parts + [Part("idle: type an instruction below")]
     c = hunk_counts(pending)
     n = sum(c[k] for k in ("open", "accepted", "rejected", "streaming"))
-    text += f" · {turn.state} · {n} hunk{'s' if n != 1 else ''}: {c['open']} open"
+    hunks = f"{n} hunk{'s' if n != 1 else ''}: {c['open']} open"
     if c["streaming"]:
-        text += f", {c['streaming']} streaming"
-    text += f", {c['accepted']} accepted, {c['rejected']} rejected"
+        hunks += f", {c['streaming']} streaming"
+    hunks += f", {c['accepted']} accepted, {c['rejected']} rejected"
+    parts += [Part(turn.state, 1), Part(hunks)]  # the answer's title shows the state too
     if c["flagged"]:
-        text += (f" · ⚠ {c['flagged']} large deletion{'s' if c['flagged'] != 1 else ''}: not in "
-                 "accept all")
+        parts.append(Part(f"⚠ {c['flagged']} large deletion{'s' if c['flagged'] != 1 else ''}: "
+                          "not in accept all", 1))
     refused = sum(1 for e in pending.errors if e.turn == pending.turn)
     if refused:
-        text += f" · {refused} edit{'s' if refused != 1 else ''} refused (r retries)"
-    return text
+        parts.append(Part(f"{refused} edit{'s' if refused != 1 else ''} refused (r retries)", 1))
+    return parts
+
+
+def review_line(session: Session) -> StatusLine:
+    """The bottom line: the back-end, the format, and where the review stands."""
+    return StatusLine(review_parts(session))
