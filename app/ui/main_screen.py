@@ -45,6 +45,7 @@ from app.ui.line import Line
 from app.ui.permission_screen import PermissionScreen
 from app.ui.prompt import PromptInput, at_paths
 from app.ui.queue_view import QueueView
+from app.ui.recovery import Recovery
 from app.ui.screens import ChoiceScreen, HunkEditor
 from app.ui.session_actions import SessionActions
 from app.ui.stream_view import StreamView
@@ -64,7 +65,7 @@ WHERE = {  # the key bar's first word: where the next key goes
 GUARDED = "◆ review opened · letters still type for a moment"
 
 
-class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject reason, rewind
+class MainScreen(SessionActions, Recovery, FrameTickScreen):  # reject reason, rewind; retry
     BINDINGS = actions.bindings("screen")
 
     focus_area: var[str] = var("prompt")  # where keys go now: prompt | diff | tree | queue
@@ -127,6 +128,7 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         self.query_one(PromptInput).focus()
         self.query_one(KeyBar).set_where(WHERE[self.focus_area])
         self.session.on_data = self._wake
+        self.sync.retry_hint = self.recovery_hint()
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)
         gc.freeze()  # what start-up built stays: keep it out of every later collection
@@ -213,7 +215,7 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
         walk the bindings; most would change nothing)."""
         diff = self.query_one(DiffView) if self._ready else None
         state = (self.focus_area, self.streaming, self.hunk_open, self.any_open, self.can_undo,
-                 self.has_queue, diff.line_mode if diff else None)
+                 self.has_queue, diff.line_mode if diff else None, self.failed)
         if state != getattr(self, "_bindings_state", None):
             self._bindings_state = state
             super().refresh_bindings()
@@ -251,7 +253,11 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
             self.refresh_bindings()
             self._render_queue()
         for ended in f.ended:
-            self._turn_ended(ended.superseded, ended.failure)
+            if ended.turn is self.session.failed:  # before a word of it: nothing lost
+                self.request_failed(ended.turn)
+                self._turn_ended(ended.superseded, None)
+            else:
+                self._turn_ended(ended.superseded, ended.failure)
         if f.ended and self._elsewhere and not self.session.streaming:
             self._elsewhere = ""
             self._render_diff_title()
@@ -494,6 +500,7 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
             return
         self.query_one(PromptInput).value = ""
         if self.session.streaming:
+            self.query_one(PromptInput).remember(text)
             self.session.enqueue(text)
             self._render_queue()
             self.notify(f"queued: {text}", timeout=2)
@@ -507,6 +514,7 @@ class MainScreen(SessionActions, FrameTickScreen):  # SessionActions: reject rea
     def send(self, text: str) -> None:
         """Send a message; its @paths join the context first (asking about any file the
         model's context window cannot take whole)."""
+        self.query_one(PromptInput).remember(text)  # Up recalls it
         new = [raw for raw in at_paths(text) if self._known(raw) not in self.session.context]
         self._add_each(new, lambda: self._send(text))
 

@@ -2,14 +2,48 @@
 
 from __future__ import annotations
 
+import math
+import time
+
 from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.events import Retrying
 from app.core.provider import Provider
 from app.core.session import Session, Turn
 
+STALL_SHOWN = 3.0  # seconds without data from the back-end before the title says so
 
-def turn_figures(turn: Turn) -> str:
+
+def _seconds(x: float) -> str:
+    return f"{x:.1f} s" if x < 1 else f"{math.ceil(x)} s"
+
+
+def waiting_text(turn: Turn, now: float | None = None) -> str | None:
+    """What a live answer waits for, when it waits: the countdown of a retry the back-end
+    announced ("retrying 2/3 in 1 s (HTTP 500)"), or the back-end's silence once it lasts
+    STALL_SHOWN seconds ("no data for 12 s", counting up each frame)."""
+    if not turn.live:
+        return None
+    now = time.perf_counter() if now is None else now
+    left = turn.retry_in(now)
+    if left is not None:
+        r = turn.retries[-1]
+        return f"retrying {r.attempt}/{r.attempts} in {_seconds(left)} ({r.reason})"
+    quiet = turn.quiet(now)
+    if quiet >= STALL_SHOWN:
+        return f"no data for {int(quiet)} s"
+    return None
+
+
+def retry_line(r: Retrying) -> str:
+    """One announced retry, as the conversation and `steer run` keep it: "HTTP 500: retrying
+    2/3 in 0.5 s"."""
+    return f"{r.reason}: retrying {r.attempt}/{r.attempts} in {r.delay:g} s"
+
+
+def turn_figures(turn: Turn, now: float | None = None, stop_hint: str = "") -> str:
     """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s": what matters most first, so a
-    narrow pane crops the least useful figures."""
+    narrow pane crops the least useful figures. While the answer waits (a retry, a stall)
+    that comes right after the state, with `stop_hint` (the app's "Esc to stop")."""
     rate = turn.tokens_per_s
     ttft = turn.ttft
     usage = turn.usage
@@ -17,11 +51,19 @@ def turn_figures(turn: Turn) -> str:
     if usage is not None and usage.accepted_prediction is not None:
         predicted = (f"predicted {usage.accepted_prediction}/"
                      f"{usage.accepted_prediction + (usage.rejected_prediction or 0)} tok kept")
+    waiting = waiting_text(turn, now)
+    retried = None
+    if turn.retries and (waiting is None or not waiting.startswith("retrying")):
+        n = len(turn.retries)
+        retried = f"{n} retr{'y' if n == 1 else 'ies'} ({turn.retries[-1].reason})"
     parts = [turn.state,
+             waiting,
+             stop_hint if waiting else None,
              f"{rate:,.0f} tok/s" if rate else None,
              f"{turn.tokens} tok",
              predicted,
              f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
+             retried,
              f"{turn.elapsed:.1f}s"]
     return " · ".join(p for p in parts if p)
 
@@ -40,7 +82,7 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
     fmt = ""
     if session is not None and session.fmt_reason and turn is session.turn:
         fmt = f" · format {session.fmt}: {session.fmt_reason}"
-    return f"{head} · {turn_figures(turn)}{fmt}"
+    return f"{head} · {turn_figures(turn, stop_hint='Esc to stop')}{fmt}"
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:
