@@ -80,7 +80,8 @@ async def test_a_draft_typed_while_it_retried_is_kept_and_each_retry_showed(demo
             await ask(pilot, "add type hints")
             title = app.query_one("#stream-title", Line)
             await until(pilot, lambda: "retrying 2/3 in" in title.text)
-            assert "(HTTP 500) · Esc to stop" in title.text
+            assert title.text.startswith("Conversation · retrying 2/3 in 0.")
+            assert " s · Esc to stop · HTTP 500 · 0 tok · " in title.text
             await pilot.press(*"my own draft")  # typed while steer waits to retry
             await until(pilot, failed_and_settled(app))
             assert len(rig.server.stats.requests) == 3  # 1 + 2 retries, each one visible
@@ -122,7 +123,7 @@ async def test_a_stall_shows_no_data_for_n_seconds_and_esc_stops_it(demo):
             await ask(pilot, "add type hints")
             title = app.query_one("#stream-title", Line)
             await until(pilot, lambda: "no data for 3 s" in title.text)
-            assert "streaming · no data for 3 s · Esc to stop" in title.text
+            assert title.text.startswith("Conversation · no data for 3 s · Esc to stop · ")
             await until(pilot, lambda: "no data for 4 s" in title.text)  # counts up, no token
             assert app.session.turn.deltas == STALL
             await pilot.press("escape")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -204,7 +205,8 @@ async def test_the_turn_shows_each_retry_counting_down_then_how_many_there_were(
         lines += [p.text for p in f.answer if p.line]
         assert len(server.stats.requests) == 3
     assert turn.complete and [r.reason for r in turn.retries] == ["HTTP 503", "HTTP 503"]
-    assert any("retrying 2/3 in " in t and "(HTTP 503) · Esc to stop" in t for t in titles)
+    assert any(re.search(r"^Conversation · retrying 2/3 in [\d.]+ s · Esc to stop · HTTP 503 · ", t)
+               for t in titles)
     assert any("retrying 3/3 in " in t for t in titles)
     # every retry stays in the conversation, where it happened, before the answer
     assert lines[1:3] == ["↻ HTTP 503: retrying 2/3 in 0.5 s", "↻ HTTP 503: retrying 3/3 in 1 s"]
@@ -226,7 +228,7 @@ async def test_a_stall_shows_no_data_for_n_seconds_counting_up_then_goes_away(ws
             seen.append(status_text(p, turn))
             await asyncio.sleep(0.1)
     stalled = [t for t in seen if "no data for" in t]
-    assert any("no data for 3 s · Esc to stop" in t for t in stalled)  # the app's title
+    assert any(t.startswith("Conversation · no data for 3 s · Esc to stop · ") for t in stalled)
     assert any(t.startswith("openai-chat:m · streaming · no data for ") for t in stalled)  # steer run
     assert any("no data for 4 s" in t for t in stalled)  # it counts up
     last = max(i for i, t in enumerate(seen) if "no data for" in t)
@@ -257,3 +259,19 @@ async def test_an_answer_that_failed_mid_way_is_not_a_failed_request(ws):
         turn = await session.ask("explain")
     assert turn.state == "error" and turn.deltas == 10
     assert not turn.failed and session.failed is None and session.retry_failed() is None
+
+
+def test_the_factory_names_the_variable_the_key_comes_from(monkeypatch):
+    from app.config import Settings
+    from app.providers.factory import build_provider
+
+    monkeypatch.delenv("STEER_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    p = build_provider(Settings(provider="openai", model="gpt-5"))
+    assert p.key_env == "OPENAI_API_KEY"
+    monkeypatch.setenv("STEER_API_KEY", KEY)  # it overrides the preset's: name that one
+    assert build_provider(Settings(provider="openai", model="gpt-5")).key_env == "STEER_API_KEY"
+    monkeypatch.delenv("STEER_API_KEY")
+    p = build_provider(Settings(base_url="http://127.0.0.1:9/v1", model="m",
+                                api_key_env="MY_GATEWAY_KEY"))
+    assert p.key_env == "MY_GATEWAY_KEY"

@@ -14,23 +14,25 @@ STALL_SHOWN = 3.0  # seconds without data from the back-end before the title say
 
 
 def _seconds(x: float) -> str:
-    return f"{x:.1f} s" if x < 1 else f"{math.ceil(x)} s"
+    """A countdown: tenths under a second ("0.4 s"), else whole seconds rounded up."""
+    tenths = math.ceil(x * 10) / 10
+    return f"{tenths:.1f} s" if tenths < 1 else f"{math.ceil(x)} s"
 
 
-def waiting_text(turn: Turn, now: float | None = None) -> str | None:
-    """What a live answer waits for, when it waits: the countdown of a retry the back-end
-    announced ("retrying 2/3 in 1 s (HTTP 500)"), or the back-end's silence once it lasts
-    STALL_SHOWN seconds ("no data for 12 s", counting up each frame)."""
+def waiting(turn: Turn, now: float | None = None) -> tuple[str, str | None] | None:
+    """What a live answer waits for, when it waits, and why: the countdown of a retry the
+    back-end announced ("retrying 2/3 in 1 s", "HTTP 500"), or the back-end's silence once
+    it lasts STALL_SHOWN seconds ("no data for 12 s", counting up each frame)."""
     if not turn.live:
         return None
     now = time.perf_counter() if now is None else now
     left = turn.retry_in(now)
     if left is not None:
         r = turn.retries[-1]
-        return f"retrying {r.attempt}/{r.attempts} in {_seconds(left)} ({r.reason})"
+        return f"retrying {r.attempt}/{r.attempts} in {_seconds(left)}", r.reason
     quiet = turn.quiet(now)
     if quiet >= STALL_SHOWN:
-        return f"no data for {int(quiet)} s"
+        return f"no data for {int(quiet)} s", None
     return None
 
 
@@ -43,7 +45,8 @@ def retry_line(r: Retrying) -> str:
 def turn_figures(turn: Turn, now: float | None = None, stop_hint: str = "") -> str:
     """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s": what matters most first, so a
     narrow pane crops the least useful figures. While the answer waits (a retry, a stall)
-    that comes right after the state, with `stop_hint` (the app's "Esc to stop")."""
+    that comes right after the state; with a `stop_hint` (the app's "Esc to stop") it comes
+    first, the hint after it: "retrying 2/3 in 1 s · Esc to stop · HTTP 500 · 0 tok · 1.2s"."""
     rate = turn.tokens_per_s
     ttft = turn.ttft
     usage = turn.usage
@@ -51,14 +54,18 @@ def turn_figures(turn: Turn, now: float | None = None, stop_hint: str = "") -> s
     if usage is not None and usage.accepted_prediction is not None:
         predicted = (f"predicted {usage.accepted_prediction}/"
                      f"{usage.accepted_prediction + (usage.rejected_prediction or 0)} tok kept")
-    waiting = waiting_text(turn, now)
+    wait = waiting(turn, now)
     retried = None
-    if turn.retries and (waiting is None or not waiting.startswith("retrying")):
+    if turn.retries and (wait is None or wait[1] is None):
         n = len(turn.retries)
         retried = f"{n} retr{'y' if n == 1 else 'ies'} ({turn.retries[-1].reason})"
-    parts = [turn.state,
-             waiting,
-             stop_hint if waiting else None,
+    if wait is None:
+        head = [turn.state]
+    elif stop_hint:  # the app's narrow pane: the wait and the way out first, the state implied
+        head = [wait[0], stop_hint, wait[1]]
+    else:  # `steer run`: "connecting · retrying 2/3 in 1 s (HTTP 500)"
+        head = [turn.state, wait[0] + (f" ({wait[1]})" if wait[1] else "")]
+    parts = [*head,
              f"{rate:,.0f} tok/s" if rate else None,
              f"{turn.tokens} tok",
              predicted,
