@@ -65,15 +65,16 @@ def sent(server: ChatServer, transport: str) -> int:
 
 
 async def collect(p: Provider, server: ChatServer | None = None, transport: str = "chat"
-                  ) -> tuple[list[Event], list[int]]:
+                  ) -> tuple[list[Event], list[tuple[int, float]]]:
     """The events, and for each Retrying the number of requests the server had seen when it
-    arrived (so a retry is proven announced before it is made)."""
+    arrived and when (the wall clock, as the server's stats), so a retry is proven announced
+    before its wait and before the request it announces."""
     events: list[Event] = []
-    seen: list[int] = []
+    seen: list[tuple[int, float]] = []
     async for ev in p.stream(Request(MESSAGES)):
         events.append(ev)
         if type(ev) is Retrying and server is not None:
-            seen.append(sent(server, transport))
+            seen.append((sent(server, transport), time.time()))
     await p.aclose()
     return events, seen
 
@@ -98,7 +99,11 @@ async def test_a_500_is_retried_at_most_retries_times_and_each_retry_is_announce
     rs = retries_of(events)
     assert [(r.attempt, r.attempts, r.reason) for r in rs] == [(2, 3, "HTTP 500"), (3, 3, "HTTP 500")]
     assert [r.delay for r in rs] == [0.5, 1.0]  # backoff: the server gave no Retry-After
-    assert seen == [1, 2]  # announced while waiting, before the request it announces
+    assert [n for n, _ in seen] == [1, 2]  # announced before the request it announces
+    if transport != "responses-ws":  # (a refused upgrade leaves no time in the stats)
+        arrived = server.stats.requests
+        # and before its wait, not after it: the request came `delay` after the announcement
+        assert all(arrived[i + 1] - seen[i][1] >= r.delay - 0.05 for i, r in enumerate(rs))
     err = error_of(events)
     assert err.kind == "http" and err.retryable
     assert "HTTP 500" in err.message and "(3 attempts)" in err.message
@@ -111,7 +116,7 @@ async def test_a_500_that_passes_is_one_announced_retry_and_the_whole_answer(tra
         events, seen = await collect(provider(transport, server.base_url), server, transport)
         assert sent(server, transport) == 2
     assert [(r.attempt, r.reason) for r in retries_of(events)] == [(2, "HTTP 500")]
-    assert seen == [1]
+    assert [n for n, _ in seen] == [1]
     assert "".join(ev.text for ev in events if type(ev) is TextDelta) == ANSWER
     assert events[-1] == Done("stop") and not any(type(ev) is Error for ev in events)
 
