@@ -60,12 +60,7 @@ class OpenAIChat(Provider):
         await self._client.aclose()
 
     def _redact(self, text: str) -> str:
-        """Server-sent text with the API key masked (an error body may quote it back)."""
-        return text.replace(self._key, "***") if self._key else text
-
-    def _redact_error(self, err: Error) -> Error:
-        err.message = self._redact(err.message)
-        return err
+        return retry.redact(text, self._key)
 
     def _body(self, req: Request) -> dict:
         body: dict = {
@@ -100,7 +95,8 @@ class OpenAIChat(Provider):
                     yield Connected()
                     if resp.status_code != 200:
                         code = resp.status_code
-                        refusal = await retry.read_refusal(resp, attempt, self.retries, self.key_env)
+                        refusal = await retry.read_refusal(resp, attempt, self.retries,
+                                                           self.key_env, self._key)
                         if ("prediction" in body and code == 400
                                 and "predict" in refusal.detail.lower()):
                             # not for this model (OpenAI takes it on gpt-4o/4.1 only): ask
@@ -111,7 +107,7 @@ class OpenAIChat(Provider):
                         elif refusal.wait is not None:
                             retry_after, why = refusal.wait, f"HTTP {code}"
                         else:
-                            yield self._redact_error(refusal.error)  # some servers echo the key
+                            yield refusal.error
                             yield Done("error")
                             return
                     else:

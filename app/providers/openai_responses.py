@@ -131,7 +131,7 @@ class OpenAIResponses(Provider):
 
     # -- a request -------------------------------------------------------------------------
     def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+        return retry.redact(text, self._key)
 
     def _where(self) -> str:
         return ws_url(self.base_url)
@@ -494,11 +494,11 @@ class OpenAIResponses(Provider):
                     yield Connected()
                     ans.connected = True
                     if resp.status_code != 200:
-                        refusal = await retry.read_refusal(resp, attempt, self.retries, self.key_env)
+                        refusal = await retry.read_refusal(resp, attempt, self.retries,
+                                                           self.key_env, key)
                         if refusal.wait is not None:
                             retry_after, why = refusal.wait, f"HTTP {resp.status_code}"
                         else:
-                            refusal.error.message = self._redact(refusal.error.message)
                             yield refusal.error
                             yield Done("error")
                             return

@@ -69,6 +69,11 @@ def announce(retry: int, retries: int, wait: float, reason: str) -> Retrying:
     return Retrying(retry + 1, retries + 1, wait, reason)
 
 
+def redact(text: str, key: str | None) -> str:
+    """Server-sent text with the API key masked (an error body may quote it back)."""
+    return text.replace(key, "***") if key else text
+
+
 def reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
@@ -144,9 +149,10 @@ class Refusal:
 
 
 async def read_refusal(resp: httpx.Response, attempt: int, retries: int,
-                       key_env: str | None) -> Refusal:
-    """Read an error answer of an HTTP stream request (`attempt` counts from 0)."""
-    detail = detail_of((await resp.aread())[:2000])
+                       key_env: str | None, key: str | None) -> Refusal:
+    """Read an error answer of an HTTP stream request (`attempt` counts from 0); the key is
+    masked in what the server said (some servers quote it back)."""
+    detail = redact(detail_of((await resp.aread())[:2000]), key)
     asked = server_wait(resp.headers)
     err = status_error(resp.status_code, resp.url.host, detail, key_env=key_env, asked=asked,
                        attempts=attempt + 1)
