@@ -8,11 +8,14 @@ from __future__ import annotations
 import io
 import socket
 
+from conftest import init_repo
 from pilot import SIZE, STALL, Rig, ask, until
 from rich.console import Console
+from test_acp import SRC, script
 from textual.widgets import Static
 
 from app.bench.demo import CALC_ANSWER
+from app.providers.acp import AcpAgent
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import Faults
 from app.ui import actions
@@ -21,6 +24,7 @@ from app.ui.key_bar import KeyBar
 from app.ui.line import Line
 from app.ui.prompt import PromptInput
 from app.ui.screens import HelpScreen
+from app.view.status import STALL_SHOWN
 
 
 def stream_text(app) -> str:
@@ -149,3 +153,21 @@ async def test_the_retry_key_is_in_the_help_and_in_the_palette_only_when_a_reque
                 console.print(static.content)  # what the help screen was given to draw
             shown = console.export_text()
             assert "F5 / Ctrl+T" in shown and "send the request that failed again" in shown
+
+
+async def test_an_agent_waiting_for_the_users_decision_is_not_a_stall(tmp_path, monkeypatch):
+    monkeypatch.setenv("STEER_TEST_AGENT_LOG", str(tmp_path / "agent.log"))
+    repo = init_repo(tmp_path / "r", {"f.txt": SRC})
+    cmd = script(tmp_path, [
+        {"write": {"path": "f.txt", "content": SRC.replace("line 3\n", "line three\n")}},
+        {"say": "Changed line 3."}])
+    app = SteerApp(repo, AcpAgent(cmd, str(repo)), watch_files=False, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot, "spell out line 3")
+        await until(pilot, lambda: app.session.agent.waiting_for_user, timeout=30)
+        title = app.query_one("#stream-title", Line)
+        await pilot.pause(STALL_SHOWN + 1)  # silent, but waiting on the user's accept
+        assert app.session.streaming and "no data" not in title.text
+        app.session.turn.last_data = app.session.turn.started  # (the same, as a stall would be)
+        app.session.agent.writes.clear()  # nobody asks the user anything now
+        await until(pilot, lambda: "no data for" in title.text)

@@ -19,10 +19,12 @@ def _seconds(x: float) -> str:
     return f"{tenths:.1f} s" if tenths < 1 else f"{math.ceil(x)} s"
 
 
-def waiting(turn: Turn, now: float | None = None) -> tuple[str, str | None] | None:
+def waiting(turn: Turn, now: float | None = None, *, user: bool = False
+            ) -> tuple[str, str | None] | None:
     """What a live answer waits for, when it waits, and why: the countdown of a retry the
     back-end announced ("retrying 2/3 in 1 s", "HTTP 500"), or the back-end's silence once
-    it lasts STALL_SHOWN seconds ("no data for 12 s", counting up each frame)."""
+    it lasts STALL_SHOWN seconds ("no data for 12 s", counting up each frame), unless it is
+    the `user` it waits for (an agent asking for a permission or a decision)."""
     if not turn.live:
         return None
     now = time.perf_counter() if now is None else now
@@ -31,7 +33,7 @@ def waiting(turn: Turn, now: float | None = None) -> tuple[str, str | None] | No
         r = turn.retries[-1]
         return f"retrying {r.attempt}/{r.attempts} in {_seconds(left)}", r.reason
     quiet = turn.quiet(now)
-    if quiet >= STALL_SHOWN:
+    if quiet >= STALL_SHOWN and not user:
         return f"no data for {int(quiet)} s", None
     return None
 
@@ -42,7 +44,8 @@ def retry_line(r: Retrying) -> str:
     return f"{r.reason}: retrying {r.attempt}/{r.attempts} in {r.delay:g} s"
 
 
-def turn_figures(turn: Turn, now: float | None = None, stop_hint: str = "") -> str:
+def turn_figures(turn: Turn, now: float | None = None, stop_hint: str = "",
+                 user: bool = False) -> str:
     """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s": what matters most first, so a
     narrow pane crops the least useful figures. While the answer waits (a retry, a stall)
     that comes right after the state; with a `stop_hint` (the app's "Esc to stop") it comes
@@ -54,7 +57,7 @@ def turn_figures(turn: Turn, now: float | None = None, stop_hint: str = "") -> s
     if usage is not None and usage.accepted_prediction is not None:
         predicted = (f"predicted {usage.accepted_prediction}/"
                      f"{usage.accepted_prediction + (usage.rejected_prediction or 0)} tok kept")
-    wait = waiting(turn, now)
+    wait = waiting(turn, now, user=user)
     retried = None
     if turn.retries and (wait is None or wait[1] is None):
         n = len(turn.retries)
@@ -89,7 +92,8 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
     fmt = ""
     if session is not None and session.fmt_reason and turn is session.turn:
         fmt = f" · format {session.fmt}: {session.fmt_reason}"
-    return f"{head} · {turn_figures(turn, stop_hint='Esc to stop')}{fmt}"
+    user = session is not None and session.agent.waiting_for_user
+    return f"{head} · {turn_figures(turn, stop_hint='Esc to stop', user=user)}{fmt}"
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:
