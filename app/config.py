@@ -119,6 +119,14 @@ def resolve_provider(s: Settings) -> tuple[str, str | None, str, str | None]:
     return name, base_url, model, key
 
 
+def key_env_of(s: Settings) -> str | None:
+    """The name of the variable the API key is read from (for messages: never its value)."""
+    if os.environ.get("STEER_API_KEY"):
+        return "STEER_API_KEY"
+    preset = PRESETS.get(s.provider or "")
+    return s.api_key_env or (preset.key_env if preset else None)
+
+
 def protocol_of(name: str) -> str:
     """"chat" or "responses": the wire protocol a provider name speaks."""
     if name == "openai-responses":

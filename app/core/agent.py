@@ -69,6 +69,12 @@ class AgentHost:
         self.on_permission: Callable[[PermissionRequest], None] | None = None
 
     # -- events ----------------------------------------------------------------------------
+    @property
+    def waiting_for_user(self) -> bool:
+        """The agent waits for the user (a permission, a write to decide): its silence is
+        not a stall."""
+        return bool(self.permissions or self.writes)
+
     def handle(self, turn: Turn, ev: object) -> None:
         if turn.state == "connecting":
             turn.state = "streaming"

@@ -49,6 +49,19 @@ class Error:
 
 
 @dataclass(slots=True)
+class Retrying:
+    """The request failed before any answer text arrived and the back-end will send it again
+    in `delay` seconds: yielded before it waits, so every retry is seen (the turn's title,
+    `steer run`'s status line). `attempt` is the request about to be made, of `attempts`
+    at most (the first one counts): "retrying 2/3 in 1 s (HTTP 500)"."""
+
+    attempt: int
+    attempts: int
+    delay: float
+    reason: str  # short: "HTTP 500", "HTTP 429", "connection refused", "socket closed"
+
+
+@dataclass(slots=True)
 class Done:
     finish_reason: str  # "stop", "length", "cancelled", "steered", "error", ...
     # figures only the server knows (llama-server, Groq and Cerebras send them); everything
@@ -137,4 +150,4 @@ class PermissionRequest:
 
 
 AgentEvent = Plan | ToolCall | FileEdit | FileWrite | FileRead | PermissionRequest
-Event = Connected | TextDelta | ReasoningDelta | Usage | Done | Error | AgentEvent
+Event = Connected | TextDelta | ReasoningDelta | Usage | Retrying | Done | Error | AgentEvent

@@ -7,7 +7,10 @@ it from the settings.
 
 `stream(request)` yields events (app.core.events): `Connected` once the back-end answered
 (response headers, model loaded), then TextDelta / ReasoningDelta / Usage, and exactly one
-Done at the end (preceded by an Error when it failed). An agent (`capabilities.agent`) also
+Done at the end (preceded by an Error when it failed). A back-end that sends a failed request
+again (an error status, a refused connection, a socket closed before any answer) yields
+`Retrying` before it waits, every time: a retry is never silent, and never made once answer
+text has arrived. An agent (`capabilities.agent`) also
 yields plans, tool calls, structured edits and requests (reads, writes, permissions) that
 the session answers through the future each request carries. Cancelling the task that iterates
 cancels the generation upstream, as `capabilities.cancel` says how.
@@ -63,6 +66,9 @@ class Provider:
     model: str = ""
     capabilities: Capabilities = Capabilities()
     context_window: int | None = None  # tokens the model takes in (configured, known or reported)
+    # the environment variable the API key is read from (its name, never its value): an
+    # error that refuses the key says which variable to check
+    key_env: str | None = None
 
     def stream(self, request: Request) -> AsyncIterator[Event]:
         raise NotImplementedError

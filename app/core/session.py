@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Literal
 
 from app.core import context_budget as budgets
@@ -26,10 +25,9 @@ from app.core.events import (
     Error,
     FileEdit,
     FileWrite,
-    PlanItem,
     ReasoningDelta,
+    Retrying,
     TextDelta,
-    ToolCall,
     Usage,
 )
 from app.core.formats import choose, fragments, make_parser
@@ -53,105 +51,14 @@ from app.core.sessions import (
 )
 from app.core.snapshot import Snapshot
 from app.core.textfile import NotText
+from app.core.turn import Turn, TurnState, end_record, restore_end
 from app.core.workspace import Workspace
 
-TurnState = Literal["connecting", "streaming", "done", "interrupted", "error"]
+__all__ = ["ContextError", "Session", "Turn", "TurnState", "end_record", "restore_end"]
 
 
 class ContextError(ValueError):
     """A file asked for as context cannot be used (outside the workspace, binary...)."""
-
-
-@dataclass(eq=False)
-class Turn:
-    """One answer, and the one clock that times it (perf_counter seconds)."""
-
-    instruction: str
-    kind: Literal["ask", "redirect", "follow-up"] = "ask"
-    chunks: list[str] = field(default_factory=list)
-    size: int = 0  # characters in chunks
-    reasoning: list[str] = field(default_factory=list)
-    state: TurnState = "connecting"
-    started: float = field(default_factory=time.perf_counter)  # the request was sent
-    connected: float | None = None  # the back-end answered
-    first_token: float | None = None
-    ended: float | None = None
-    deltas: int = 0
-    usage: Usage | None = None
-    server_tokens_per_s: float | None = None  # the back-end's own figure, when it sends one
-    # the change set its edits go into, and its number there (PendingDiff.turn)
-    pending: PendingDiff | None = field(default=None, repr=False)
-    pturn: int = 0
-    finish_reason: str | None = None
-    error: Error | None = None
-    plan: list[PlanItem] = field(default_factory=list)  # an agent's latest plan
-    tools: dict[str, ToolCall] = field(default_factory=dict)  # an agent's tool calls, by id
-    # a natively steered redirect: characters of the previous answer kept where it landed
-    steered_at: int | None = None
-    prose_from: int = 0  # the change set's explanation lines before this answer's
-
-    @property
-    def text(self) -> str:
-        return "".join(self.chunks)
-
-    @property
-    def live(self) -> bool:
-        return self.state in ("connecting", "streaming")
-
-    @property
-    def tokens(self) -> int:
-        return self.usage.completion if self.usage and self.usage.completion else self.deltas
-
-    @property
-    def elapsed(self) -> float:
-        return (self.ended or time.perf_counter()) - self.started
-
-    @property
-    def ttft(self) -> float | None:
-        return None if self.first_token is None else self.first_token - self.started
-
-    @property
-    def connect_time(self) -> float | None:
-        return None if self.connected is None else self.connected - self.started
-
-    @property
-    def tokens_per_s(self) -> float | None:
-        if self.first_token is None or self.deltas < 2:
-            return None
-        span = (self.ended or time.perf_counter()) - self.first_token
-        return (self.deltas - 1) / span if span > 0 else None
-
-    @property
-    def complete(self) -> bool:
-        return self.state == "done" and self.error is None and self.finish_reason == "stop"
-
-
-def end_record(turn: Turn) -> End:
-    """A turn's end as the session log keeps it: how it ended and its figures (durations,
-    since the clock of one process means nothing to the next)."""
-    u = turn.usage
-    return End(state=turn.state, finish_reason=turn.finish_reason,
-               error=(turn.error.kind, turn.error.message) if turn.error else None,
-               usage=(u.prompt, u.completion) if u else None, deltas=turn.deltas,
-               server_tps=turn.server_tokens_per_s, ttft=turn.ttft, connect=turn.connect_time,
-               elapsed=turn.elapsed, plan=[(p.content, p.status, p.priority) for p in turn.plan],
-               tools=[(c.id, c.title, c.kind, c.status) for c in turn.tools.values()])
-
-
-def restore_end(turn: Turn, rec: End) -> None:
-    """The figures of a replayed turn, on this process's clock."""
-    now = time.perf_counter()
-    turn.started = now - rec.elapsed
-    turn.ended = now
-    turn.first_token = None if rec.ttft is None else turn.started + rec.ttft
-    turn.connected = None if rec.connect is None else turn.started + rec.connect
-    turn.deltas = rec.deltas
-    turn.usage = Usage(*rec.usage) if rec.usage else None
-    turn.server_tokens_per_s = rec.server_tps
-    turn.finish_reason = rec.finish_reason
-    turn.error = Error(rec.error[0], rec.error[1]) if rec.error else None  # type: ignore[arg-type]
-    turn.plan = [PlanItem(*p) for p in rec.plan]
-    turn.tools = {c[0]: ToolCall(*c) for c in rec.tools}
 
 
 class Session:
@@ -327,6 +234,23 @@ class Session:
         return self._start("retry the edits that could not be applied", "follow-up",
                            content=content)
 
+    @property
+    def failed(self) -> Turn | None:
+        """The last request, when it failed before any answer text arrived: the one a retry
+        sends again (and whose instruction the prompt gets back)."""
+        turn = self.turn
+        return turn if turn is not None and turn.failed and not self.streaming else None
+
+    def retry_failed(self) -> Turn | None:
+        """Send the failed request again, as a new request: a first question is asked afresh
+        (the files as they are now), a follow-up or redirect resends the message it sent."""
+        failed = self.failed
+        if failed is None:
+            return None
+        if failed.kind == "ask":
+            return self._start(failed.instruction, "ask")
+        return self._start(failed.instruction, failed.kind, content=failed.content)
+
     async def ask(self, instruction: str) -> Turn:
         """Send and wait for the answer to end (what `steer run` does)."""
         turn = self.start(instruction)
@@ -482,6 +406,7 @@ class Session:
             {"role": "user", "content": rec.content}]
         turn.prose_from = len(self.pending.prose)
         turn.pending, turn.pturn = self.pending, self.pending.turn
+        turn.content = rec.content
         self.turns.append(turn)
         known = frozenset(s.path for s in self._snapshots)
         self._parser = ProseOnly() if rec.agent else make_parser(self.fmt, known)
@@ -513,8 +438,10 @@ class Session:
         pending = self.pending
         assert pending is not None
         log = self.log
+        clock = time.perf_counter
         try:
             async for ev in events if events is not None else self.provider.stream(req):
+                turn.last_data = clock()  # what a stall is measured from
                 t = type(ev)
                 if t is TextDelta:
                     if turn.first_token is None:
@@ -538,6 +465,10 @@ class Session:
                     turn.connected = time.perf_counter()
                 elif t is Usage:
                     turn.usage = ev
+                elif t is Retrying:  # the back-end waits, then asks again: say so on screen
+                    turn.retries.append(ev)
+                    turn.retry_at = turn.last_data + ev.delay
+                    self.wake()
                 elif t is Error:
                     turn.error = ev
                 elif t is Done:
@@ -575,8 +506,11 @@ class Session:
         pending.feed(parser.finish(complete=turn.complete))
         pending.finish()
         self.agent.end_turn()
-        # the conversation continues from whatever the model managed to say
-        self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
+        # the conversation continues from whatever the model managed to say; a request that
+        # failed before it said anything never reached the conversation (a retry sends it
+        # again, and the model must not see it twice)
+        if not turn.failed:
+            self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
         if self.log is not None:
             self._record(end_record(turn))
             self._log_lists()

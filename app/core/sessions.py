@@ -144,6 +144,7 @@ class End(BaseModel):
     elapsed: float = 0.0
     plan: list[tuple[str, str, str]] = []
     tools: list[tuple[str, str, str | None, str | None]] = []
+    retries: list[tuple[int, int, float, str]] = []  # attempt, attempts, delay, reason
 
 
 class Rebase(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from app.config import ConfigError, Settings, protocol_of, resolve_provider
+from app.config import ConfigError, Settings, key_env_of, protocol_of, resolve_provider
 from app.core.context_budget import known_window
 from app.core.provider import Provider
 
@@ -35,5 +35,6 @@ def build_provider(s: Settings, cwd: str | os.PathLike[str] | None = None) -> Pr
 
         provider = OpenAIChat(base_url or "", model, key, stall_timeout=s.stall_timeout)
     provider.name = name  # presets keep their own name in the status line
+    provider.key_env = key_env_of(s)  # a refused key names the variable to check
     provider.context_window = s.context_window or known_window(model)
     return provider

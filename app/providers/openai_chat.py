@@ -16,6 +16,7 @@ import httpx
 
 from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import Capabilities, Provider, Request
+from app.providers import retry
 
 
 class OpenAIChat(Provider):
@@ -59,8 +60,7 @@ class OpenAIChat(Provider):
         await self._client.aclose()
 
     def _redact(self, text: str) -> str:
-        """Server-sent text with the API key masked (an error body may quote it back)."""
-        return text.replace(self._key, "***") if self._key else text
+        return retry.redact(text, self._key)
 
     def _body(self, req: Request) -> dict:
         body: dict = {
@@ -89,22 +89,25 @@ class OpenAIChat(Provider):
             speed: list[float] = []  # the server's own tokens/s, when it reports one
             got_text = False
             retry_after: float | None = None
+            why = ""  # a failure retried (announced); "" for a resend the protocol asks for
             try:
                 async with self._client.stream("POST", url, json=body, headers=headers) as resp:
                     yield Connected()
                     if resp.status_code != 200:
-                        err = await _http_error(resp)
-                        err.message = self._redact(err.message)  # some servers echo the key
-                        if "prediction" in body and _refuses_prediction(err):
+                        code = resp.status_code
+                        refusal = await retry.read_refusal(resp, attempt, self.retries,
+                                                           self.key_env, self._key)
+                        if ("prediction" in body and code == 400
+                                and "predict" in refusal.detail.lower()):
                             # not for this model (OpenAI takes it on gpt-4o/4.1 only): ask
                             # again without, and do not send it again
                             self.predicts = False
                             body = self._body(req)
                             retry_after = 0.0
-                        elif err.retryable and attempt < self.retries:
-                            retry_after = _retry_after(resp, attempt)
+                        elif refusal.wait is not None:
+                            retry_after, why = refusal.wait, f"HTTP {code}"
                         else:
-                            yield err
+                            yield refusal.error
                             yield Done("error")
                             return
                     else:
@@ -144,28 +147,29 @@ class OpenAIChat(Provider):
                                 if rate is not None:
                                     speed.append(rate)
             except httpx.ReadTimeout:
-                yield Error("stall", f"no data from {self.base_url} for {self._client.timeout.read:g} s; "
-                            "the answer was cut off", retryable=True)
+                yield retry.stall_error(self.base_url, self._client.timeout.read or 0)
                 yield Done("error")
                 return
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt < self.retries and not got_text:
-                    retry_after = _backoff(attempt)
+                    retry_after, why = retry.backoff(attempt), retry.connect_reason(exc)
                 else:
-                    yield Error("network", f"cannot connect to {self.base_url}: {_reason(exc)}", retryable=True)
+                    yield retry.connect_error(self.base_url, exc, attempt + 1)
                     yield Done("error")
                     return
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
                 yield Error("network", f"the connection to {self.base_url} dropped mid-answer "
-                            f"({_reason(exc)}); the answer is incomplete", retryable=True)
+                            f"({retry.reason(exc)}); the answer is incomplete", retryable=True)
                 yield Done("error")
                 return
             except httpx.HTTPError as exc:
-                yield Error("network", f"{self.base_url}: {_reason(exc)}", retryable=True)
+                yield Error("network", f"{self.base_url}: {retry.reason(exc)}", retryable=True)
                 yield Done("error")
                 return
             if retry_after is not None:
                 attempt += 1
+                if why:  # never silent: the front-ends show it while we wait
+                    yield retry.announce(attempt, self.retries, retry_after, why)
                 await asyncio.sleep(retry_after)
                 continue
             if finish is None:
@@ -181,11 +185,6 @@ def _usage(usage: dict) -> Usage:
     details = usage.get("completion_tokens_details") or {}
     return Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0,
                  details.get("accepted_prediction_tokens"), details.get("rejected_prediction_tokens"))
-
-
-def _refuses_prediction(err: Error) -> bool:
-    """A server that does not take `prediction` for this model says so with a 400 naming it."""
-    return err.kind == "http" and "400" in err.message and "predict" in err.message.lower()
 
 
 async def _sse_data(resp: httpx.Response) -> AsyncIterator[str]:
@@ -226,34 +225,3 @@ def _server_speed(obj: dict) -> float | None:
     if groq.get("completion_time") and groq.get("completion_tokens"):
         return groq["completion_tokens"] / float(groq["completion_time"])
     return None
-
-
-async def _http_error(resp: httpx.Response) -> Error:
-    raw = (await resp.aread())[:2000]
-    try:
-        detail = json.loads(raw).get("error", {})
-        detail = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-    except (ValueError, AttributeError):
-        detail = raw.decode("utf-8", "replace").strip()
-    detail = f": {detail[:300]}" if detail else ""
-    code = resp.status_code
-    if code in (401, 403):
-        return Error("auth", f"HTTP {code} from {resp.url.host}{detail} (check the API key variable)")
-    if code == 429:
-        return Error("rate_limit", f"HTTP 429 rate limited by {resp.url.host}{detail}", retryable=True)
-    return Error("http", f"HTTP {code} from {resp.url.host}{detail}", retryable=code >= 500)
-
-
-def _retry_after(resp: httpx.Response, attempt: int) -> float:
-    try:
-        return min(float(resp.headers.get("retry-after", "")), 20.0)
-    except ValueError:
-        return _backoff(attempt)
-
-
-def _backoff(attempt: int) -> float:
-    return 0.5 * 2**attempt
-
-
-def _reason(exc: Exception) -> str:
-    return str(exc) or type(exc).__name__

@@ -37,7 +37,8 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import Capabilities, Provider, Request, SteerRefused
-from app.providers.openai_chat import _backoff, _http_error, _reason, _retry_after, _sse_data
+from app.providers import retry
+from app.providers.openai_chat import _sse_data
 from app.providers.responses_wire import message, to_input
 from app.providers.ws_pool import Closed, Socket, SocketPool
 
@@ -130,7 +131,7 @@ class OpenAIResponses(Provider):
 
     # -- a request -------------------------------------------------------------------------
     def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+        return retry.redact(text, self._key)
 
     def _where(self) -> str:
         return ws_url(self.base_url)
@@ -184,10 +185,13 @@ class OpenAIResponses(Provider):
                     async for ev in self._stream_sse(fields, items):
                         yield ev
                     return
-                err = self._upgrade_error(exc)
-                if err.retryable and attempt < self.retries:
-                    await asyncio.sleep(_retry_after_ws(exc, attempt))
+                asked = retry.server_wait(exc.response.headers)
+                wait = retry.delay(asked, attempt)
+                err = self._upgrade_error(exc, asked, attempt + 1)
+                if err.retryable and attempt < self.retries and wait is not None:
                     attempt += 1
+                    yield retry.announce(attempt, self.retries, wait, f"HTTP {status}")
+                    await asyncio.sleep(wait)
                     continue
                 yield Connected()
                 yield err
@@ -205,11 +209,18 @@ class OpenAIResponses(Provider):
                     yield Done("error")
                     return
                 if attempt < self.retries and not getattr(exc, "final", False):
-                    await asyncio.sleep(_backoff(attempt))
+                    wait = retry.backoff(attempt)
                     attempt += 1
+                    yield retry.announce(attempt, self.retries, wait, retry.connect_reason(exc))
+                    await asyncio.sleep(wait)
                     continue
-                yield Error("network", self._redact(f"cannot connect to {self._where()}: "
-                                                    f"{_reason(exc)}"), retryable=True)
+                if getattr(exc, "final", False):  # the subclass said what happened, and what to do
+                    err = Error("network", self._redact(f"cannot connect to {self._where()}: "
+                                                        f"{retry.reason(exc)}"), retryable=True)
+                else:
+                    err = retry.connect_error(self._where(), exc, attempt + 1)
+                    err.message = self._redact(err.message)
+                yield err
                 yield Done("error")
                 return
             self.pool.keep_spare()
@@ -236,14 +247,17 @@ class OpenAIResponses(Provider):
                     self._streaming = None
             if ans.error is not None and ans.wire_error is None:
                 ans.error = await self._diagnose(ans.error)
-            retry = self._retry(sock, ans, attempt)
-            if retry is not None:
-                full = full or retry[1]
-                if retry[0]:
-                    await asyncio.sleep(retry[0])
+            again = self._retry(sock, ans, attempt)
+            if again is not None:
+                wait, resend_full, why = again
+                full = full or resend_full
                 attempt += 1
+                if why:  # a failure sent again (a protocol resend is not announced)
+                    yield retry.announce(attempt, self.retries, wait, why)
+                if wait:
+                    await asyncio.sleep(wait)
                 continue
-            for ev in self._finish(sock, ans, fields, items):
+            for ev in self._finish(sock, ans, fields, items, attempt + 1):
                 yield ev
             return
 
@@ -263,9 +277,7 @@ class OpenAIResponses(Provider):
                     async with asyncio.timeout_at(by):
                         obj = await frames.get()
                 except TimeoutError:
-                    ans.error = Error("stall", f"no data from {ws_url(self.base_url)} for "
-                                      f"{self.stall_timeout:g} s; the answer was cut off",
-                                      retryable=True)
+                    ans.error = retry.stall_error(ws_url(self.base_url), self.stall_timeout)
                     self.pool.discard(sock)
                     return
             first_by = None
@@ -347,33 +359,36 @@ class OpenAIResponses(Provider):
             f"{ws_url(self.base_url)} closed the connection (code {obj.code or 1006}, {why}"
             f"{reason})" + ("; the answer is incomplete" if ans.text else "")), retryable=True)
 
-    def _retry(self, sock: Socket, ans: _Answer, attempt: int) -> tuple[float, bool] | None:
-        """(seconds to wait, resend in full) when the request may be sent again: only while
-        nothing of the answer was shown, so no token is lost or duplicated."""
+    def _retry(self, sock: Socket, ans: _Answer, attempt: int) -> tuple[float, bool, str] | None:
+        """(seconds to wait, resend in full, the failure to announce: "" for a resend the
+        protocol asks for) when the request may be sent again: only while nothing of the
+        answer was shown, so no token is lost or duplicated."""
         if ans.text:
             return None
         err = ans.wire_error
         if err is not None:
             code = str((err.get("error") or {}).get("code") or "")
-            status = err.get("status")
             if code == "previous_response_not_found":
                 sock.forget()
                 self.pool.release(sock)
-                return 0.0, True
+                return 0.0, True, ""
             if code == "websocket_connection_limit_reached":
                 self.pool.discard(sock)
-                return 0.0, True
-            if attempt < self.retries and (status == 429 or code == "rate_limit_exceeded"
-                                           or (isinstance(status, int) and status >= 500)):
+                return 0.0, True, ""
+            status = _wire_status(err)
+            wait = retry.delay(retry.server_wait((err.get("error") or {}).get("headers")), attempt)
+            if attempt < self.retries and wait is not None and status is not None \
+                    and (status == 429 or status >= 500):
                 self.pool.release(sock)
-                return _retry_after_event(err, attempt), False
+                return wait, False, f"HTTP {status}"
             return None
         if ans.error is not None and ans.error.kind == "network" and not ans.connected \
                 and attempt < self.retries:
-            return 0.0, True  # the socket had closed before the request got an answer
+            return 0.0, True, "the socket closed"  # before the request got an answer
         return None
 
-    def _finish(self, sock: Socket, ans: _Answer, fields: dict, items: list[dict]) -> list[Event]:
+    def _finish(self, sock: Socket, ans: _Answer, fields: dict, items: list[dict],
+                attempts: int = 1) -> list[Event]:
         self._streaming = None
         steer_pending = sock.steer_wait is not None and not sock.steer_wait.done()
         if ans.finish == "stop" and ans.rid:
@@ -385,7 +400,7 @@ class OpenAIResponses(Provider):
             self.pool.release(sock)  # a steered socket goes on with the successor
         out: list[Event] = []
         if ans.wire_error is not None:
-            out.append(self._wire_error(ans.wire_error))
+            out.append(self._wire_error(ans.wire_error, attempts))
         elif ans.error is not None:
             out.append(ans.error)
         elif ans.finish is None:
@@ -395,35 +410,31 @@ class OpenAIResponses(Provider):
             return [*out, Done("error")]
         return [Done(ans.finish or "stop")]
 
-    def _wire_error(self, obj: dict) -> Error:
-        e = obj.get("error") or {}
-        status = obj.get("status")
-        code = str(e.get("code") or "")
-        msg = self._redact(f"{e.get('message') or 'error'}" + (f" ({code})" if code else ""))
-        where = f"the server ({ws_url(self.base_url)})"
-        if status in (401, 403) or code in ("invalid_api_key", "forbidden"):
-            return Error("auth", f"{where} refused the key: {msg} (check the API key variable)")
-        if status == 429 or code == "rate_limit_exceeded":
-            return Error("rate_limit", f"{where} rate limited the request: {msg}", retryable=True)
-        if isinstance(status, int) and status >= 500:
-            return Error("http", f"{where} failed: {msg}", retryable=True)
-        return Error("http", f"{where} refused the request: {msg}")
+    def _host(self) -> str:
+        return ws_url(self.base_url).split("/")[2]
 
-    def _upgrade_error(self, exc: InvalidStatus) -> Error:
+    def _wire_error(self, obj: dict, attempts: int = 1) -> Error:
+        """An `error` event (its status, or one its code implies) as an Error that says what
+        to do next."""
+        e = obj.get("error") or {}
+        code = str(e.get("code") or "")
+        msg = f"{e.get('message') or 'error'}" + (f" ({code})" if code else "")
+        status = _wire_status(obj)
+        if status is None:
+            err = Error("http", f"{ws_url(self.base_url)} refused the request: {msg}")
+        else:
+            asked = retry.server_wait(e.get("headers"))
+            err = retry.status_error(status, self._host(), msg, key_env=self.key_env,
+                                     asked=asked, attempts=attempts)
+        err.message = self._redact(err.message)
+        return err
+
+    def _upgrade_error(self, exc: InvalidStatus, asked: float | None, attempts: int) -> Error:
         r = exc.response
-        code = r.status_code
-        try:
-            detail = json.loads(r.body or b"{}").get("error", {})
-            detail = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-        except (ValueError, AttributeError):
-            detail = (r.body or b"").decode("utf-8", "replace").strip()
-        detail = self._redact(f": {detail[:300]}" if detail else "")
-        host = ws_url(self.base_url).split("/")[2]
-        if code in (401, 403):
-            return Error("auth", f"HTTP {code} from {host}{detail} (check the API key variable)")
-        if code == 429:
-            return Error("rate_limit", f"HTTP 429 rate limited by {host}{detail}", retryable=True)
-        return Error("http", f"HTTP {code} from {host}{detail}", retryable=code >= 500)
+        err = retry.status_error(r.status_code, self._host(), retry.detail_of(r.body or b""),
+                                 key_env=self.key_env, asked=asked, attempts=attempts)
+        err.message = self._redact(err.message)
+        return err
 
     # -- steering --------------------------------------------------------------------------
     async def steer(self, req: Request) -> AsyncIterator[Event]:
@@ -441,7 +452,7 @@ class OpenAIResponses(Provider):
             async with asyncio.timeout(self.steer_timeout):
                 ack = await wait
         except (TimeoutError, ConnectionClosed) as exc:
-            raise SteerRefused(f"the steer got no answer ({_reason(exc)})") from None
+            raise SteerRefused(f"the steer got no answer ({retry.reason(exc)})") from None
         finally:
             sock.steer_wait = None
         if ack.get("type") != "response.steer.accepted":
@@ -492,17 +503,18 @@ class OpenAIResponses(Provider):
         while True:
             ans = _Answer()
             retry_after: float | None = None
+            why = ""
             try:
                 async with self._http.stream("POST", url, json=body, headers=headers) as resp:
                     yield Connected()
                     ans.connected = True
                     if resp.status_code != 200:
-                        err = await _http_error(resp)
-                        err.message = self._redact(err.message)
-                        if err.retryable and attempt < self.retries:
-                            retry_after = _retry_after(resp, attempt)
+                        refusal = await retry.read_refusal(resp, attempt, self.retries,
+                                                           self.key_env, key)
+                        if refusal.wait is not None:
+                            retry_after, why = refusal.wait, f"HTTP {resp.status_code}"
                         else:
-                            yield err
+                            yield refusal.error
                             yield Done("error")
                             return
                     else:
@@ -521,27 +533,27 @@ class OpenAIResponses(Provider):
                             if done:
                                 break
             except httpx.ReadTimeout:
-                yield Error("stall", f"no data from {url} for {self.stall_timeout:g} s; the "
-                            "answer was cut off", retryable=True)
+                yield retry.stall_error(url, self.stall_timeout)
                 yield Done("error")
                 return
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt < self.retries:
-                    retry_after = _backoff(attempt)
+                    retry_after, why = retry.backoff(attempt), retry.connect_reason(exc)
                 else:
-                    yield Error("network", f"cannot connect to {url}: {_reason(exc)}", retryable=True)
+                    yield retry.connect_error(url, exc, attempt + 1)
                     yield Done("error")
                     return
             except httpx.HTTPError as exc:
                 ans.error = ans.error or Error("network", f"the connection to {url} dropped "
-                                               f"mid-answer ({_reason(exc)}); the answer is "
+                                               f"mid-answer ({retry.reason(exc)}); the answer is "
                                                "incomplete", retryable=True)
             if retry_after is not None:
                 attempt += 1
+                yield retry.announce(attempt, self.retries, retry_after, why)
                 await asyncio.sleep(retry_after)
                 continue
             if ans.wire_error is not None:
-                yield self._wire_error(ans.wire_error)
+                yield self._wire_error(ans.wire_error, attempt + 1)
                 yield Done("error")
             elif ans.error is not None:
                 yield ans.error
@@ -555,17 +567,10 @@ class OpenAIResponses(Provider):
             return
 
 
-def _retry_after_ws(exc: InvalidStatus, attempt: int) -> float:
-    try:
-        return min(float(exc.response.headers.get("Retry-After", "")), 20.0)
-    except ValueError:
-        return _backoff(attempt)
-
-
-def _retry_after_event(obj: dict, attempt: int) -> float:
-    headers = (obj.get("error") or {}).get("headers") or {}
-    value = {k.lower(): v for k, v in headers.items()}.get("retry-after", "")
-    try:
-        return min(float(value), 20.0)
-    except ValueError:
-        return _backoff(attempt)
+def _wire_status(obj: dict) -> int | None:
+    """The HTTP status an `error` event stands for: its own, or the one its code implies."""
+    status = obj.get("status")
+    if isinstance(status, int):
+        return status
+    code = str((obj.get("error") or {}).get("code") or "")
+    return {"invalid_api_key": 401, "forbidden": 403, "rate_limit_exceeded": 429}.get(code)

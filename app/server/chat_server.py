@@ -444,7 +444,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rate", type=float, default=0.0, help="replay speed in tokens/s (0: unthrottled)")
     p.add_argument("--drop-after", type=int, help="fault: drop the connection after N tokens")
     p.add_argument("--stall-after", type=int, help="fault: stop sending after N tokens")
+    p.add_argument("--stall-seconds", type=float, default=3600.0,
+                   help="fault: with --stall-after, go on after this many seconds")
     p.add_argument("--status", type=int, help="fault: answer every request with this HTTP status")
+    p.add_argument("--fail-first", type=int, default=0, metavar="N",
+                   help="fault: with --status, only the first N requests (then serve normally)")
+    p.add_argument("--retry-after", type=float, default=0.0, metavar="SECONDS",
+                   help="fault: the Retry-After a --status 429 carries")
     p.add_argument("--idle-exit", type=float, default=0.0, metavar="SECONDS",
                    help="exit after this long without a client (0: never)")
     p.add_argument("--require-token", action="store_true",
@@ -466,7 +472,8 @@ def main(argv: list[str]) -> int:
                         # the token guards the model; a replay serves a file given here (tests)
                         token=registry.token() if args.require_token or not replay else None,
                         faults=Faults(drop_after=args.drop_after, stall_after=args.stall_after,
-                                      status=args.status))
+                                      stall_seconds=args.stall_seconds, status=args.status,
+                                      fail_first=args.fail_first, retry_after=args.retry_after))
 
     async def run() -> None:
         import os

@@ -37,6 +37,8 @@ class State(Protocol):
     def in_git(self) -> bool: ...
     @property
     def any_refused(self) -> bool: ...  # edits of the last answer could not be applied
+    @property
+    def failed(self) -> bool: ...  # the last request failed before any answer: it can be resent
 
 
 WHEN: dict[str, Callable[[State], bool]] = {
@@ -50,6 +52,7 @@ WHEN: dict[str, Callable[[State], bool]] = {
     "accepted": lambda s: s.any_accepted,
     "git": lambda s: s.in_git,
     "refused": lambda s: s.any_refused,
+    "failed": lambda s: s.failed,
 }
 
 
@@ -77,6 +80,10 @@ ACTIONS: tuple[Action, ...] = (
            "redirect it", "Prompt"),
     Action("queue", "tab", "prompt", "tab", "Queue / review", "queue the message as a follow-up, "
            "complete an @path; in an empty prompt: go to the review", "Prompt", priority=True, bar=1),
+    Action("history_prev", "up", "prompt", "history_prev", "Earlier", "the instruction sent "
+           "before (again: older ones), as in a shell", "Prompt", show=False),
+    Action("history_next", "down", "prompt", "history_next", "Later", "the next instruction sent; "
+           "past the newest, the draft you were typing", "Prompt", show=False),
     # review
     Action("next_hunk", "j,down", "diff", "next_hunk", "Next", "next hunk (past the last: next file)",
            "Review"),
@@ -139,6 +146,10 @@ ACTIONS: tuple[Action, ...] = (
     # anywhere
     Action("interrupt", "escape", "screen", "screen.interrupt", "Stop", "stop the model now",
            "App", "Interrupt", when="streaming", bar=1),
+    Action("retry_request", "f5", "screen", "screen.retry_request", "Retry", "send the "
+           "request that failed again, as a new request (it failed before any answer: a refused "
+           "key, a rate limit, a server error, no connection)", "App", "Retry the failed request",
+           when="failed"),
     Action("back", "escape", "screen", "screen.back", "Back", "leave line mode, the file tree or the "
            "queue (never moves between typing and reviewing)", "App", when="idle", show=False),
     Action("focus_prompt", "i,slash", "screen", "screen.focus_prompt", "Prompt", "go to the prompt",

@@ -45,6 +45,7 @@ from app.ui.line import Line
 from app.ui.permission_screen import PermissionScreen
 from app.ui.prompt import PromptInput, at_paths
 from app.ui.queue_view import QueueView
+from app.ui.recovery import Recovery
 from app.ui.screens import ChoiceScreen, HunkEditor
 from app.ui.session_actions import SessionActions
 from app.ui.stream_view import StreamView
@@ -67,7 +68,7 @@ WHERE = {  # the key bar's first word: where the next key goes
 GUARDED = "◆ review opened · letters still type for a moment"
 
 
-class MainScreen(SessionActions, TreeFold, FrameTickScreen):  # mixins: app/ui/session_actions, tree_fold
+class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins: session_actions, recovery, tree_fold
     BINDINGS = actions.bindings("screen")
 
     focus_area: var[str] = var("prompt")  # where keys go now: prompt | diff | tree | queue
@@ -134,6 +135,7 @@ class MainScreen(SessionActions, TreeFold, FrameTickScreen):  # mixins: app/ui/s
         self.query_one(KeyBar).set_where(WHERE[self.focus_area])
         self._place_tree()
         self.session.on_data = self._wake
+        self.sync.retry_hint = self.recovery_hint()
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)
         gc.freeze()  # what start-up built stays: keep it out of every later collection
@@ -214,7 +216,7 @@ class MainScreen(SessionActions, TreeFold, FrameTickScreen):  # mixins: app/ui/s
         walk the bindings; most would change nothing)."""
         diff = self.query_one(DiffView) if self._ready else None
         state = (self.focus_area, self.streaming, self.hunk_open, self.any_open, self.can_undo,
-                 self.has_queue, diff.line_mode if diff else None)
+                 self.has_queue, diff.line_mode if diff else None, self.failed)
         if state != getattr(self, "_bindings_state", None):
             self._bindings_state = state
             super().refresh_bindings()
@@ -252,7 +254,11 @@ class MainScreen(SessionActions, TreeFold, FrameTickScreen):  # mixins: app/ui/s
             self.refresh_bindings()
             self._render_queue()
         for ended in f.ended:
-            self._turn_ended(ended.superseded, ended.failure)
+            if ended.turn is self.session.failed:  # before a word of it: nothing lost
+                self.request_failed(ended.turn)
+                self._turn_ended(ended.superseded, None)
+            else:
+                self._turn_ended(ended.superseded, ended.failure)
         if f.ended and self._elsewhere and not self.session.streaming:
             self._elsewhere = ""
             self._render_diff_title()
@@ -497,6 +503,7 @@ class MainScreen(SessionActions, TreeFold, FrameTickScreen):  # mixins: app/ui/s
             return
         self.query_one(PromptInput).value = ""
         if self.session.streaming:
+            self.query_one(PromptInput).remember(text)
             self.session.enqueue(text)
             self._render_queue()
             self.notify(f"queued: {text}", timeout=2)
@@ -510,6 +517,7 @@ class MainScreen(SessionActions, TreeFold, FrameTickScreen):  # mixins: app/ui/s
     def send(self, text: str) -> None:
         """Send a message; its @paths join the context first (asking about any file the
         model's context window cannot take whole)."""
+        self.query_one(PromptInput).remember(text)  # Up recalls it
         new = [raw for raw in at_paths(text) if self._known(raw) not in self.session.context]
         self._add_each(new, lambda: self._send(text))
 

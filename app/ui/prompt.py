@@ -1,5 +1,6 @@
 """The prompt: Enter sends (or redirects while the model streams), Tab queues a follow-up or
-completes an `@path`, with fuzzy matching over the repository's files."""
+completes an `@path`, with fuzzy matching over the repository's files; Up and Down recall the
+instructions sent in this session, as a shell does (Down past the newest: the draft)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,9 @@ class PromptInput(Input):
         self.suggester = _PrefixSuggester(self)
         self.completion: str | None = None  # best @path match for the token being typed
         self.typed_at = float("-inf")  # when the user last pressed a key here
+        self.history: list[str] = []  # instructions sent, oldest first
+        self._recall = 0  # the entry shown (len(history): the draft)
+        self._draft = ""  # what was being typed when Up first left it
 
     def on_key(self, event) -> None:
         if event.is_printable or event.key in ("backspace", "delete"):
@@ -96,6 +100,47 @@ class PromptInput(Input):
     def on_input_changed(self, event: Input.Changed) -> None:
         m = AT_TOKEN.search(self.value[: self.cursor_position])
         self.completion = complete(m.group(1), self.files) if m and m.group(1) else None
+
+    # -- history -------------------------------------------------------------------------
+    def remember(self, text: str) -> None:
+        """An instruction was sent: the newest entry (a repeat of the last is kept once);
+        recalling starts again from the draft."""
+        if text and (not self.history or self.history[-1] != text):
+            self.history.append(text)
+        self._recall, self._draft = len(self.history), ""
+
+    def put_back(self, text: str) -> bool:
+        """Give a failed instruction back to type on, unless the user has a draft here
+        (theirs is never overwritten: Up recalls the instruction instead)."""
+        if self.value.strip():
+            return False
+        self._recall, self._draft = len(self.history), ""
+        self._show(text)
+        return True
+
+    def action_history_prev(self) -> None:
+        """Up: the instruction sent before the one shown (identical ones skipped, so Up on a
+        failed instruction put back goes to the one before it)."""
+        i = self._recall
+        if i == len(self.history):
+            self._draft = self.value
+        i -= 1
+        while i >= 0 and self.history[i] == self.value:
+            i -= 1
+        if i >= 0:
+            self._recall = i
+            self._show(self.history[i])
+
+    def action_history_next(self) -> None:
+        """Down: the next newer instruction; past the newest, the draft as it was left."""
+        if self._recall >= len(self.history):
+            return
+        self._recall += 1
+        self._show(self.history[self._recall] if self._recall < len(self.history) else self._draft)
+
+    def _show(self, text: str) -> None:
+        self.value = text
+        self.cursor_position = len(text)
 
     def action_tab(self) -> None:
         if self.completion is not None:

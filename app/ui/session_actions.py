@@ -90,7 +90,9 @@ class SessionActions:
 
     def restart_view(self) -> None:
         """The session was rebuilt (a rewind): read it from the start, as a resumed one."""
+        hint = self.sync.retry_hint
         self.sync = FrameSync(self.session, mode=self.sync.mode)
+        self.sync.retry_hint = hint
         self.query_one("#stream", StreamView).clear()
         self.selected = None
         self.follow = True

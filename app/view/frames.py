@@ -31,7 +31,7 @@ from app.core.diff import OPEN, Card, HunkState, PendingDiff
 from app.core.events import PermissionRequest
 from app.core.session import Session, Turn
 from app.view.cards import card_text
-from app.view.status import answer_title, review_line
+from app.view.status import answer_title, retry_line, review_line
 
 DIFF_EVERY = 0.05  # while streaming, changed files at most 20 times a second
 TITLE_EVERY = 0.1  # the answer's live figures
@@ -107,6 +107,9 @@ class FrameSync:
         self.session = session
         self.clock = clock
         self.mode = mode
+        # what the front-end says under a request that failed before any answer, e.g. "F5
+        # sends it again" (the app's retry key); None: nothing (`steer run`)
+        self.retry_hint: str | None = None
         self._asked: set[int] = set()  # permission requests handed out (by id())
         self.restart()
 
@@ -129,6 +132,7 @@ class FrameSync:
         self._thinking = False  # the answer pane is in the middle of reasoning text
         self._plan: tuple = ()  # the plan as last shown
         self._tools: dict[str, str | None] = {}  # tool call id -> status last shown
+        self._retries = 0  # the back-end's announced retries of the turn shown
         self._replay = list(self.session.turns[:-1])  # ended turns to show again first
 
     def take(self, force_status: bool = False) -> Frame:
@@ -269,6 +273,10 @@ class FrameSync:
                 self._thinking = True
             f.answer.append(Piece("".join(turn.reasoning[self._reasoning :]), "dim"))
             self._reasoning = len(turn.reasoning)
+        while self._retries < len(turn.retries):  # each one visible, where it happened
+            r = turn.retries[self._retries]
+            self._retries += 1
+            f.answer.append(Piece(f"↻ {retry_line(r)}", "dim", line=True))
         plan = tuple((p.content, p.status) for p in turn.plan)
         if plan != self._plan:
             self._plan = plan
@@ -297,6 +305,7 @@ class FrameSync:
                                   line=True))
         self.turn, self.chunks = turn, 0
         self._reasoning, self._thinking, self._plan, self._tools = 0, False, (), {}
+        self._retries = 0
         self._tail, self._last_key = "", -1
         if turn.pending is not self._pending:
             self._pending, self._tx = turn.pending, 0
@@ -311,6 +320,8 @@ class FrameSync:
         elif turn.error is not None:
             failure = turn.error.message
             f.answer.append(Piece(f"✗ {failure}", "error", line=True))
+            if self.retry_hint and turn is self.session.failed:
+                f.answer.append(Piece(self.retry_hint, "dim", line=True))
         elif turn.finish_reason == "length":
             f.answer.append(Piece("✗ the answer hit the token limit; its last edit is incomplete",
                                   "error", line=True))

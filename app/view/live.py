@@ -10,7 +10,7 @@ from app.core.review import Outcome
 from app.core.session import Session, Turn
 from app.view.frames import FrameSync
 from app.view.render import unified
-from app.view.status import status_text
+from app.view.status import retry_line, status_text
 
 DIM, RESET, CLEAR = "\x1b[2m", "\x1b[0m", "\r\x1b[2K"
 
@@ -28,6 +28,7 @@ class LiveStatus:
         self.tty = out.isatty()
         self.period = 1.0 / hz
         self._partial = ""
+        self._retries: tuple[Turn | None, int] = (None, 0)  # announced retries printed
 
     async def follow(self) -> None:
         while True:
@@ -40,9 +41,11 @@ class LiveStatus:
         if not self.enabled or turn is None:
             return
         new = "".join(p.text for p in frame.answer if p.style == "text" and not p.line)
+        # each retry the back-end announced, on a line of its own (they come before any text)
+        notes = "".join(f"steer: {retry_line(r)}\n" for r in self._new_retries(turn))
         if not self.tty:
-            if new:
-                self.out.write(new)
+            if new or notes:
+                self.out.write(notes + new)
                 self.out.flush()
             return
         text = self._partial + new
@@ -52,8 +55,15 @@ class LiveStatus:
         room = max(0, width - len(status) - 3)
         shown = self._partial[:room]
         lines = "".join(line + "\n" for line in done)
-        self.out.write(f"{CLEAR}{lines}{shown}{' ' * (room - len(shown))} {DIM}{status}{RESET}")
+        self.out.write(f"{CLEAR}{notes}{lines}{shown}{' ' * (room - len(shown))} {DIM}{status}{RESET}")
         self.out.flush()
+
+    def _new_retries(self, turn: Turn) -> list:
+        seen_turn, seen = self._retries
+        if seen_turn is not turn:
+            seen = 0
+        self._retries = (turn, len(turn.retries))
+        return turn.retries[seen:]
 
     def close(self) -> None:
         turn = self.session.turn

@@ -6,11 +6,14 @@ never by cutting a word at the edge."""
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
 from rich.cells import cell_len
 
 from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.events import Retrying
 from app.core.provider import Provider
 from app.core.session import Session, Turn
 
@@ -59,9 +62,46 @@ def fit(parts: tuple[Part, ...] | list[Part], width: int) -> str:
     return (cut[:space].rstrip(" ·,:") if space > 0 else cut) + "…"
 
 
-def figure_parts(turn: Turn) -> list[str]:
+STALL_SHOWN = 3.0  # seconds without data from the back-end before the title says so
+
+
+def _seconds(x: float) -> str:
+    """A countdown: tenths under a second ("0.4 s"), else whole seconds rounded up."""
+    tenths = math.ceil(x * 10) / 10
+    return f"{tenths:.1f} s" if tenths < 1 else f"{math.ceil(x)} s"
+
+
+def waiting(turn: Turn, now: float | None = None, *, user: bool = False
+            ) -> tuple[str, str | None] | None:
+    """What a live answer waits for, when it waits, and why: the countdown of a retry the
+    back-end announced ("retrying 2/3 in 1 s", "HTTP 500"), or the back-end's silence once
+    it lasts STALL_SHOWN seconds ("no data for 12 s", counting up each frame), unless it is
+    the `user` it waits for (an agent asking for a permission or a decision)."""
+    if not turn.live:
+        return None
+    now = time.perf_counter() if now is None else now
+    left = turn.retry_in(now)
+    if left is not None:
+        r = turn.retries[-1]
+        return f"retrying {r.attempt}/{r.attempts} in {_seconds(left)}", r.reason
+    quiet = turn.quiet(now)
+    if quiet >= STALL_SHOWN and not user:
+        return f"no data for {int(quiet)} s", None
+    return None
+
+
+def retry_line(r: Retrying) -> str:
+    """One announced retry, as the conversation and `steer run` keep it: "HTTP 500: retrying
+    2/3 in 0.5 s"."""
+    return f"{r.reason}: retrying {r.attempt}/{r.attempts} in {r.delay:g} s"
+
+
+def figure_parts(turn: Turn, now: float | None = None, stop_hint: str = "",
+                 user: bool = False) -> list[str]:
     """["streaming", "1,234 tok/s", "567 tok", "ttft 80ms", "2.1s"]: what matters most first,
-    so a narrow pane drops the least useful figures."""
+    so a narrow pane drops the least useful figures. While the answer waits (a retry, a stall)
+    that comes right after the state; with a `stop_hint` (the app's "Esc to stop") it comes
+    first, the hint after it: "retrying 2/3 in 1 s · Esc to stop · HTTP 500 · 0 tok · 1.2s"."""
     rate = turn.tokens_per_s
     ttft = turn.ttft
     usage = turn.usage
@@ -69,18 +109,30 @@ def figure_parts(turn: Turn) -> list[str]:
     if usage is not None and usage.accepted_prediction is not None:
         predicted = (f"predicted {usage.accepted_prediction}/"
                      f"{usage.accepted_prediction + (usage.rejected_prediction or 0)} tok kept")
-    parts = [turn.state,
+    wait = waiting(turn, now, user=user)
+    retried = None
+    if turn.retries and (wait is None or wait[1] is None):
+        n = len(turn.retries)
+        retried = f"{n} retr{'y' if n == 1 else 'ies'} ({turn.retries[-1].reason})"
+    if wait is None:
+        head = [turn.state]
+    elif stop_hint:  # the app's narrow pane: the wait and the way out first, the state implied
+        head = [wait[0], stop_hint, wait[1]]
+    else:  # `steer run`: "connecting · retrying 2/3 in 1 s (HTTP 500)"
+        head = [turn.state, wait[0] + (f" ({wait[1]})" if wait[1] else "")]
+    parts = [*head,
              f"{rate:,.0f} tok/s" if rate else None,
              f"{turn.tokens} tok",
              predicted,
              f"ttft {ttft * 1000:.0f}ms" if ttft is not None else None,
+             retried,
              f"{turn.elapsed:.1f}s"]
     return [p for p in parts if p]
 
 
-def turn_figures(turn: Turn) -> str:
+def turn_figures(turn: Turn, now: float | None = None) -> str:
     """"streaming · 1,234 tok/s · 567 tok · ttft 80ms · 2.1s"."""
-    return SEP.join(figure_parts(turn))
+    return SEP.join(figure_parts(turn, now))
 
 
 def status_text(provider: Provider, turn: Turn) -> str:
@@ -94,7 +146,8 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
     head = "Conversation (raw: what the model sent)" if raw else "Conversation"
     texts = [head]
     if turn is not None:
-        texts += figure_parts(turn)
+        user = session is not None and session.agent.waiting_for_user
+        texts += figure_parts(turn, stop_hint="Esc to stop", user=user)
         if session is not None and session.fmt_reason and turn is session.turn:
             texts.append(f"format {session.fmt}: {session.fmt_reason}")
     return StatusLine([Part(t, i) for i, t in enumerate(texts)])

@@ -1,0 +1,171 @@
+"""Sending a failed request again, and saying so: the retry policy and the error wording the
+HTTP back-ends share (Chat Completions over SSE, the Responses WebSocket and its SSE fallback).
+
+- A request is sent again only while no answer text has arrived (no token lost or doubled),
+  at most `retries` times: after a status that may pass (429, 5xx), a refused or timed-out
+  connection, or a socket that closed before it answered. `retries + 1` requests at most.
+- Every retry is announced, before the wait, with a `Retrying` event (app/core/events.py):
+  the app's answer title and `steer run`'s status line say "retrying 2/3 in 1 s (HTTP 500)".
+- The wait is what the server asks (Retry-After in seconds or as an HTTP date, or OpenAI's
+  retry-after-ms), else exponential backoff (0.5 s, 1 s, 2 s…). A server that asks for more
+  than MAX_WAIT is not waited for: the error says how long, and the user retries when ready.
+- An error says what happened and what to do next, in one line, and names the variable the
+  key is read from (never the key).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+import httpx
+
+from app.core.events import Error, Retrying
+
+MAX_WAIT = 20.0  # seconds: longer than this, the user decides when to send again
+
+
+def backoff(attempt: int) -> float:
+    return 0.5 * 2**attempt
+
+
+def server_wait(headers: Mapping[str, str] | None) -> float | None:
+    """The wait the server asks for (seconds, >= 0), or None when it does not say."""
+    if not headers:
+        return None
+    lower = {str(k).lower(): str(v) for k, v in headers.items()}
+    ms = lower.get("retry-after-ms", "").strip()
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = lower.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:  # an HTTP date
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def delay(asked: float | None, attempt: int) -> float | None:
+    """Seconds to wait before the next attempt: the server's wish, else the backoff; None
+    when the server asks for longer than MAX_WAIT (no automatic retry then)."""
+    wait = backoff(attempt) if asked is None else asked
+    return wait if wait <= MAX_WAIT else None
+
+
+def announce(retry: int, retries: int, wait: float, reason: str) -> Retrying:
+    """The `retry`-th retry (1-based) is coming: request retry + 1 of retries + 1."""
+    return Retrying(retry + 1, retries + 1, wait, reason)
+
+
+def redact(text: str, key: str | None) -> str:
+    """Server-sent text with the API key masked (an error body may quote it back)."""
+    return text.replace(key, "***") if key else text
+
+
+def reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def connect_reason(exc: BaseException) -> str:
+    """Why a connection could not be made, in two or three words."""
+    seen: BaseException | None = exc
+    while seen is not None:  # httpx and websockets wrap the OSError
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, TimeoutError) or "timeout" in type(seen).__name__.lower():
+            return "connect timed out"
+        seen = seen.__cause__ or seen.__context__
+    text = reason(exc)
+    if "refused" in text.lower() or "all connection attempts failed" in text.lower():
+        return "connection refused"
+    if "name or service not known" in text.lower() or "nodename" in text.lower():
+        return "unknown host"
+    return text
+
+
+def detail_of(raw: bytes) -> str:
+    """The server's own reason in an error body (OpenAI's `{"error": {"message"}}` or text)."""
+    try:
+        detail = json.loads(raw).get("error", {})
+        detail = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+    except (ValueError, AttributeError):
+        detail = raw.decode("utf-8", "replace").strip()
+    return detail[:300]
+
+
+def _attempts(n: int) -> str:
+    return f" ({n} attempts)" if n > 1 else ""
+
+
+def _wait_words(asked: float | None) -> str:
+    return f"{math.ceil(asked)} s" if asked is not None and asked >= 1 else "a moment"
+
+
+def key_advice(key_env: str | None) -> str:
+    if key_env:
+        return f"Check the API key in ${key_env} (steer reads it at start)"
+    return "Set an API key in $STEER_API_KEY (or name its variable with api_key_env)"
+
+
+def status_error(code: int, host: str, detail: str, *, key_env: str | None = None,
+                 asked: float | None = None, attempts: int = 1) -> Error:
+    """An error status as an Error that says what to do next."""
+    head = f"HTTP {code} from {host}{_attempts(attempts)}" + (f": {detail}" if detail else "")
+    head = head.rstrip(".")
+    if code in (401, 403):
+        return Error("auth", f"{head}. {key_advice(key_env)}")
+    if code == 429:
+        return Error("rate_limit", f"{head}. Rate limited: wait {_wait_words(asked)}, then retry",
+                     retryable=True)
+    if code >= 500:
+        later = f"in {_wait_words(asked)}" if asked is not None and asked >= 1 else "in a moment"
+        return Error("http", f"{head}. The server failed: retry {later}, or use another endpoint",
+                     retryable=True)
+    if code == 404:
+        return Error("http", f"{head}. Check --base-url and --model")
+    return Error("http", f"{head}. The server refused the request")
+
+
+@dataclass(slots=True)
+class Refusal:
+    """An HTTP answer that is not 200: the error, the server's reason, and the wait before
+    the next attempt (None: no retry, the error is final)."""
+
+    error: Error
+    detail: str
+    wait: float | None
+
+
+async def read_refusal(resp: httpx.Response, attempt: int, retries: int,
+                       key_env: str | None, key: str | None) -> Refusal:
+    """Read an error answer of an HTTP stream request (`attempt` counts from 0); the key is
+    masked in what the server said (some servers quote it back)."""
+    detail = redact(detail_of((await resp.aread())[:2000]), key)
+    asked = server_wait(resp.headers)
+    err = status_error(resp.status_code, resp.url.host, detail, key_env=key_env, asked=asked,
+                       attempts=attempt + 1)
+    wait = delay(asked, attempt) if err.retryable and attempt < retries else None
+    return Refusal(err, detail, wait)
+
+
+def connect_error(where: str, exc: BaseException, attempts: int = 1) -> Error:
+    return Error("network", f"cannot connect to {where}{_attempts(attempts)}: "
+                 f"{connect_reason(exc)}. Is the server running? Check --base-url, or use "
+                 "another endpoint", retryable=True)
+
+
+def stall_error(where: str, seconds: float) -> Error:
+    return Error("stall", f"no data from {where} for {seconds:g} s; the answer was cut off. "
+                 "Retry, or allow longer with --stall-timeout", retryable=True)
