@@ -1,0 +1,48 @@
+"""Characters that do something other than show themselves: terminal controls (C0, DEL, C1),
+bidirectional overrides and isolates (the "Trojan Source" attack, CVE-2021-42574), and
+zero-width or separator characters. A terminal obeys the first kind, and the others make
+code read differently from what it does.
+
+The engine needs to know them to flag a hunk that adds them (as it flags a large deletion);
+the view (app/view/outside_text.py) draws each as a visible escape. Tab and newline are not
+in the set: they are layout, and every view expands or breaks on them.
+"""
+
+from __future__ import annotations
+
+import re
+
+# as a regex class: C0 but tab and newline; DEL and C1; the bidi marks, embeddings,
+# overrides and isolates; zero-width characters, line/paragraph separators, the BOM
+# (anywhere but a file's first byte, which textfile.py strips) and interlinear annotations
+CLASS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+         "\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb")
+HIDDEN = re.compile(f"[{CLASS}]")
+BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def code_point(ch: str) -> str:
+    return f"U+{ord(ch):04X}"
+
+
+def found(text: str) -> list[str]:
+    """The distinct hidden characters in `text`, as "U+202E", in order of first appearance."""
+    seen: dict[str, None] = {}
+    for m in HIDDEN.finditer(text):
+        seen.setdefault(code_point(m.group()), None)
+    return list(seen)
+
+
+def warning(added: list[str]) -> str | None:
+    """The flag for a hunk whose added lines hold hidden characters, naming them; None when
+    there are none."""
+    points: dict[str, None] = {}
+    for line in added:
+        if HIDDEN.search(line):
+            for p in found(line):
+                points.setdefault(p, None)
+    if not points:
+        return None
+    names = list(points)
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return f"invisible characters: {shown}"

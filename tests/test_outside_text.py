@@ -1,0 +1,65 @@
+"""The one boundary for outside text (app/view/outside_text.py): whatever a file, a name, a
+model or an agent holds, what reaches the screen has no character a terminal would obey,
+reads as the data with escapes shown, and is never parsed as markup."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.core.invisible import HIDDEN, found, warning
+from app.view.outside_text import escape, has_hidden, name, terminal, to_text, visible
+
+HOSTILE = "t\x1b]2;PWNED\x07 red\x1b[31mX \x1b[2J \x9b31m \u202eevil\u202c \u200bzw \ufeffbom [/] [@click=app.quit]x[/]"
+text_st = st.text(alphabet=st.one_of(st.characters(), st.sampled_from(list("\x1b\x07\x9b\u202e\u2066\u200b\ufeff\ufe0f\t[]/@="))))
+
+
+def test_hostile_bytes_become_visible_escapes():
+    shown = visible(HOSTILE)
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
+    assert "\\x1b]2;PWNED\\x07" in shown and "red\\x1b[31mX" in shown and "\\x9b31m" in shown
+    assert "\\u202eevil\\u202c" in shown and "\\u200bzw" in shown and "\\ufeffbom" in shown
+    assert "[/] [@click=app.quit]x[/]" in shown  # brackets are text, kept as typed
+
+
+def test_tabs_expand_in_content_and_show_in_names():
+    assert visible("\tx = 1") == "    x = 1" and visible("ab\tc") == "ab  c"
+    assert name("a\tb.txt") == "a\\tb.txt"
+
+
+def test_variation_selectors_are_dropped_from_display_only():
+    assert visible("ok \u26a0\ufe0f done") == "ok \u26a0 done"
+    assert not has_hidden("plain [text]") and has_hidden("a\ufe0f")
+
+
+def test_the_terminal_form_dims_each_escape_and_keeps_layout():
+    out = terminal("a\x1bb\n\tc\u202e")
+    assert out == "a\x1b[2m\\x1b\x1b[22mb\n\tc\x1b[2m\\u202e\x1b[22m"
+    assert terminal("clean\n\ttext") == "clean\n\ttext"
+
+
+@given(text_st)
+def test_nothing_a_terminal_obeys_survives(s):
+    shown = visible(s)
+    assert not HIDDEN.search(shown) and "\ufe0f" not in shown and "\ufe0e" not in shown
+    assert "\t" not in shown
+    t = to_text(s)
+    assert t.plain == shown  # the Text is the same characters: no markup was read
+    dim = [shown[sp.start:sp.end] for sp in t.spans]
+    assert all(d.startswith("\\") for d in dim)
+    # every hidden character of the data is there, as its escape, in order
+    escapes = [escape(m.group()) for m in HIDDEN.finditer(s.replace("\t", ""))]
+    assert "".join(dim) == "".join(escapes)
+
+
+@given(text_st)
+def test_the_terminal_form_holds_only_steers_own_sequences(s):
+    out = terminal(s)
+    rest = out.replace("\x1b[2m", "").replace("\x1b[22m", "")
+    assert not HIDDEN.search(rest)  # (tab and newline are layout, not in HIDDEN)
+
+
+def test_a_hunk_adding_hidden_characters_is_named():
+    assert warning(["x = 1", "if admin:\u202e  # ok"]) == "invisible characters: U+202E"
+    assert warning(["plain", "tab\there"]) is None
+    assert found("a\u200bb\u200bc\x1b") == ["U+200B", "U+001B"]
