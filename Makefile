@@ -33,6 +33,7 @@ lint: $(STAMP)
 
 screenshots: $(STAMP)
 	$(BIN)/python -m app.bench.screenshots screenshots
+	STEER_WRITE_SCREENSHOTS=1 $(BIN)/pytest -q tests/test_web.py -k browser_tab
 
 bench: $(STAMP)
 	$(BIN)/steer bench engine
