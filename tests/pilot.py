@@ -8,7 +8,8 @@ from pathlib import Path
 
 from app.bench.demo import CALC_ANSWER
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.server.chat_server import ChatServer
+from app.server.generation import Faults, split_tokens
 from app.ui.app import SteerApp
 from app.ui.diff_view import DiffView
 from app.ui.prompt import PromptInput

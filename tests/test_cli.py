@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import SRC, git, init_repo, sr, wait_stopped
 
-from app.server.chat_server import Faults, ServerThread, split_tokens
+from app.server.chat_server import ServerThread
+from app.server.generation import Faults, split_tokens
 
 STEER = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
 KEY = "sk-test-5f1e9c0ffee0123456789abcdef"

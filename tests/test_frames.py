@@ -13,7 +13,8 @@ from app.core.diff import HunkState
 from app.core.session import Session
 from app.core.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.server.chat_server import ChatServer
+from app.server.generation import Faults, split_tokens
 from app.view.frames import DIFF_EVERY, Frame, FrameSync
 
 STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))

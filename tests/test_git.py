@@ -326,7 +326,8 @@ async def test_the_model_proposes_a_message_from_the_staged_diff(root):
 async def test_a_failing_back_end_says_why(root):
     from app.core.commit_message import ProposalFailed, propose
     from app.providers.openai_chat import OpenAIChat
-    from app.server.chat_server import ChatServer, Faults
+    from app.server.chat_server import ChatServer
+    from app.server.generation import Faults
 
     server = ChatServer(replay="x", faults=Faults(status=500))
     await server.start()

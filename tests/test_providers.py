@@ -19,7 +19,8 @@ from conftest import run_isolated
 from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import Request
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.server.chat_server import ChatServer
+from app.server.generation import Faults, split_tokens
 from app.server.http import HttpRequest, HttpResponse, parse_head
 
 KEY = "sk-test-7f3a9c2e4b1d8065"

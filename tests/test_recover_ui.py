@@ -17,7 +17,7 @@ from textual.widgets import Static
 from app.bench.demo import CALC_ANSWER
 from app.providers.acp import AcpAgent
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import Faults
+from app.server.generation import Faults
 from app.ui import actions
 from app.ui.app import SteerApp
 from app.ui.key_bar import KeyBar

@@ -26,7 +26,8 @@ from app.core.session import Session
 from app.core.workspace import Workspace
 from app.providers import ws_pool
 from app.providers.openai_responses import OpenAIResponses, ws_url
-from app.server.chat_server import ChatServer, Faults, ServerThread, split_tokens
+from app.server.chat_server import ChatServer, ServerThread
+from app.server.generation import Faults, split_tokens
 
 KEY = "sk-test-9d2c4e6f8a0b1c3d5e7f"
 MESSAGES = [{"role": "system", "content": "You are terse."},

@@ -23,7 +23,8 @@ from app.core.workspace import Workspace
 from app.providers import retry
 from app.providers.openai_chat import OpenAIChat
 from app.providers.openai_responses import OpenAIResponses
-from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.server.chat_server import ChatServer
+from app.server.generation import Faults, split_tokens
 from app.view.frames import FrameSync
 from app.view.status import STALL_SHOWN, answer_title, status_text
 

@@ -11,7 +11,7 @@ from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER
 from app.core.diff import OPEN, HunkState
-from app.server.chat_server import Faults
+from app.server.generation import Faults
 from app.ui.diff_view import DiffView
 from app.ui.prompt import PromptInput
 from app.ui.queue_view import QueueView

@@ -12,7 +12,8 @@ from app.core.provider import Capabilities
 from app.core.session import ContextError, Session
 from app.core.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.server.chat_server import ChatServer
+from app.server.generation import Faults, split_tokens
 from app.view.status import turn_figures
 
 STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))

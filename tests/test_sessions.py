@@ -28,7 +28,8 @@ from app.core.sessions import (
 )
 from app.core.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.server.chat_server import ChatServer
+from app.server.generation import Faults, split_tokens
 
 KEY = "sk-test-5f1e9c0ffee0123456789abcdef"
 STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))

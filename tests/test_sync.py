@@ -19,7 +19,8 @@ from app.core.session import Session
 from app.core.sync import Sync
 from app.core.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import ChatServer, Faults, split_tokens
+from app.server.chat_server import ChatServer
+from app.server.generation import Faults, split_tokens
 
 ANSWER = ("Three changes.\n\n" + sr("f.txt", "line 3\n", "three\n")
           + sr("f.txt", "line 10\nline 11\n", "ten\neleven\n") + sr("f.txt", "line 18\n", "eighteen\n"))

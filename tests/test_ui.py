@@ -15,7 +15,7 @@ from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
 from app.core.diff import HunkState
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import Faults
+from app.server.generation import Faults
 from app.ui.app import SteerApp
 from app.ui.diff_view import DiffView
 from app.ui.prompt import PromptInput

@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.server.chat_server import ServerThread, split_tokens
+from app.server.chat_server import ServerThread
+from app.server.generation import split_tokens
 
 
 def argparse_answer(lines: list[str], edits: int, seed: int = 3) -> str:

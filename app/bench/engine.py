@@ -13,7 +13,7 @@ from app.bench.fixtures import big_file, search_replace_answer
 from app.core.diff import PendingDiff
 from app.core.formats import make_parser
 from app.core.workspace import Workspace
-from app.server.chat_server import split_tokens
+from app.server.generation import split_tokens
 
 
 def _case(file_lines: int, target_tokens: int, repeat: int) -> dict:

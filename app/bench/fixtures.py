@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from app.server.chat_server import split_tokens
+from app.server.generation import split_tokens
 
 
 def big_file(lines: int, seed: int = 7) -> list[str]:

@@ -18,7 +18,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from app.bench.demo import CALC, CALC_ANSWER
-from app.server.chat_server import Faults, ServerThread, split_tokens
+from app.server.chat_server import ServerThread
+from app.server.generation import Faults, split_tokens
 
 SIZE = (160, 48)
 STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from app.bench.fixtures import big_file, search_replace_answer
-from app.server.chat_server import ChatServer, split_tokens
+from app.server.chat_server import ChatServer
+from app.server.generation import split_tokens
 
 HERE = Path(__file__).resolve().parents[2]
 FILES = 4  # 4 files of 5,000 lines: room for 2,000 distinct edits

@@ -28,7 +28,7 @@ from pathlib import Path
 from textual import events
 
 from app.bench.fixtures import big_file, search_replace_answer
-from app.server.chat_server import split_tokens
+from app.server.generation import split_tokens
 
 
 def _pct(xs: list[float], p: float) -> float | None:

@@ -25,77 +25,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
-from app.core.faults import stop_point
+from app.server.generation import Backend, Faults, prediction_usage, rss_bytes
 from app.server.http import HttpRequest, HttpResponse, HttpServer
-
-_TOKEN = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]{1,3}|\s+")
-
-
-def split_tokens(text: str) -> list[str]:
-    """Cut text roughly where a BPE tokenizer would (~4 characters a token), so recorded
-    answers replay with realistic chunk sizes."""
-    return _TOKEN.findall(text)
-
-
-def prediction_usage(prediction: str, answer: list[str]) -> dict:
-    """OpenAI's figures for a predicted output: the prediction's tokens that appear in the
-    answer (in order) were accepted, the others rejected."""
-    import difflib
-
-    pred = split_tokens(prediction)
-    kept = sum(b.size for b in difflib.SequenceMatcher(None, pred, answer, autojunk=False)
-               .get_matching_blocks())
-    return {"reasoning_tokens": 0, "accepted_prediction_tokens": kept,
-            "rejected_prediction_tokens": len(pred) - kept}
-
-
-@dataclass
-class Faults:
-    drop_after: int | None = None  # close the connection mid-answer, no finish, no [DONE]
-    stall_after: int | None = None  # stop sending, keep the connection open
-    stall_seconds: float = 3600.0  # ... for this long, then go on
-    status: int | None = None  # answer with this HTTP status instead (429 gets Retry-After)
-    retry_after: float = 0.0
-    malformed_after: int | None = None  # send a chunk that is not JSON
-    fail_first: int = 0  # fail only this many requests with `status`, then serve normally
-    only_first: int = 0  # the stream faults (drop, stall, malformed) hit only the first N requests
-    close_after: int | None = None  # WebSocket: close with `close_code` after N tokens
-    close_code: int = 1011
-    error_event: int | None = None  # WebSocket: answer response.create with an `error` event
-    forget_previous: bool = False  # no previous_response_id is ever found
-    connection_limit: int | None = None  # WebSocket: after N responses, the 60-minute-limit error
-    refuse_prediction: bool = False  # Chat Completions: a body with `prediction` gets OpenAI's 400
-
-
-@dataclass
-class ServerStats:
-    requests: list[float] = field(default_factory=list)  # wall-clock time each request arrived
-    bodies: list[dict] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)  # names lower-cased
-    # perf_counter times, for benchmarks: a generation began / sent its first token / was
-    # stopped early (the client interrupted, steered or went away)
-    started: list[float] = field(default_factory=list)
-    first_token: list[float] = field(default_factory=list)
-    stopped: list[float] = field(default_factory=list)
-    upgrades: int = 0  # WebSocket connections accepted
-    frames: list[tuple[str, str]] = field(default_factory=list)  # with record_frames: WebSocket frames
-
-
-@dataclass
-class Generation:
-    """One answer's tokens and how it ended (filled in as they stream)."""
-
-    finish: str = "stop"
-    prompt_tokens: int = 0
-    tokens: int = 0
+from app.server.responses import ResponsesService
 
 
 def _chunk(cid: str, model: str, created: int, delta: dict, finish: str | None = None) -> bytes:
@@ -104,100 +42,28 @@ def _chunk(cid: str, model: str, created: int, delta: dict, finish: str | None =
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
-class ChatServer:
+class ChatServer(Backend):
+    """Chat Completions over SSE and the Responses API (WebSocket and SSE) on one port."""
+
     def __init__(self, *, replay: str | list[str] | None = None, rate: float = 0.0,
                  model_path: str | None = None, faults: Faults | None = None, host: str = "127.0.0.1",
                  port: int = 0, model_name: str | None = None, token: str | None = None,
                  websocket: bool = True, steering: bool = True, ssl: object | None = None,
                  first_token_delay: float = 0.0, record_frames: bool = False) -> None:
-        # a list of answers is served one per request, the last one repeating
-        answers = [replay] if isinstance(replay, str) else replay
-        self.replays = [split_tokens(a) for a in answers] if answers else None
-        self.replay_tokens = self.replays[0] if self.replays else None
-        self.rate = rate
-        self.model_path = model_path
-        self.faults = faults or Faults()
-        self.model_name = model_name or ("replay" if replay is not None else "smollm2-135m-instruct")
-        # the embedded model runs with an 8k window (providers/local.py); a replay has no limit
-        self.context_window = None if replay is not None else 8192
-        self.stats = ServerStats()
-        self.token = token  # required as Bearer when set
-        self.first_token_delay = first_token_delay  # replay: the "model's" own time to first token
-        self.record_frames = record_frames
-        from app.server.responses import ResponsesService
-
+        super().__init__(replay=replay, rate=rate, model_path=model_path, faults=faults,
+                         model_name=model_name, token=token, first_token_delay=first_token_delay,
+                         record_frames=record_frames)
         self.responses = ResponsesService(self, websocket=websocket, steering=steering)
         self.http = HttpServer(self.handle, host, port, upgrade=self.responses.upgrade, ssl=ssl)
-        self._served = 0
-        self._local = None
-        self._model_turn = asyncio.Lock()  # FIFO: generations run one at a time, in arrival order
-        self.last_activity = time.monotonic()
 
     async def start(self) -> int:
-        if self.replay_tokens is None:
-            from app.providers.local import LocalModel, warm
-
-            self._local = LocalModel(self.model_path)
-            await asyncio.to_thread(warm, self._local.model_path)  # keep the model loaded and warm
+        await self.load()
         return await self.http.start()
 
     @property
     def base_url(self) -> str:
         scheme = "https" if self.http.ssl is not None else "http"
         return f"{scheme}://{self.http.host}:{self.http.port}/v1"
-
-    def authorized(self, req: HttpRequest) -> bool:
-        if not self.token:
-            return True
-        import hmac
-
-        return hmac.compare_digest(req.headers.get("authorization", ""), f"Bearer {self.token}")
-
-    def unauthorized(self) -> HttpResponse:
-        return HttpResponse.json({"error": {"message": "missing or wrong token: steer serve needs "
-                                            "the token from its state file as Bearer",
-                                            "type": "invalid_request_error",
-                                            "code": "invalid_api_key"}}, 401)
-
-    def next_request(self) -> int:
-        """Count a request (an answer asked for): replays and faults go by this number."""
-        self._served += 1
-        return self._served
-
-    def injected_status(self, n: int) -> HttpResponse | None:
-        """The `status` fault for the n-th request, if it applies."""
-        f = self.faults
-        if f.status and (f.fail_first == 0 or n <= f.fail_first):
-            headers = {"Retry-After": f"{f.retry_after:g}"} if f.status == 429 else {}
-            return HttpResponse.json({"error": {"message": "injected failure", "type": "server_error"}},
-                                     f.status, **headers)
-        return None
-
-    def stream_faults(self, n: int) -> Faults:
-        f = self.faults
-        return Faults() if f.only_first and n > f.only_first else f
-
-    def tokens(self, n: int, messages: list[dict], *, prefill: str = "",
-               max_tokens: int | None = None, temperature: float | None = None,
-               gen: Generation | None = None, grammar: str | None = None) -> AsyncIterator[str]:
-        """The n-th request's tokens from the back-end; "" marks the end of a batch due by now."""
-        self.last_activity = time.monotonic()
-        if self.replays:
-            tokens = self.replays[min(max(n, 1), len(self.replays)) - 1]
-            if max_tokens is not None and len(tokens) > max_tokens:
-                tokens = tokens[:max_tokens]
-                if gen is not None:
-                    gen.finish = "length"
-            return self._replay(tokens)
-        return self._generate(messages, prefill, max_tokens, temperature, gen or Generation(),
-                              grammar)
-
-    async def health(self) -> dict:
-        import os
-
-        return {"status": "ok", "pid": os.getpid(), "model": self.model_name,
-                "model_path": self._local.model_path if self._local is not None else None,
-                "rss_bytes": rss_bytes()}
 
     async def close(self) -> None:
         await self.http.close()
@@ -296,88 +162,6 @@ class ChatServer:
                                                  "usage": usage}).encode() + b"\n\n")
         batch.append(b"data: [DONE]\n\n")
         yield b"".join(batch)
-
-    async def _replay(self, tokens: list[str]) -> AsyncIterator[str]:
-        """The recorded tokens, paced: every wake-up sends all tokens due by then (one SSE
-        event each, as a real server would), then yields "" to flush the batch."""
-        self.stats.started.append(time.perf_counter())
-        if self.first_token_delay:
-            await asyncio.sleep(self.first_token_delay)
-        if tokens:
-            self.stats.first_token.append(time.perf_counter())
-        try:
-            async for tok in self._paced(tokens):
-                yield tok
-        except (asyncio.CancelledError, GeneratorExit):
-            self.stats.stopped.append(time.perf_counter())
-            raise
-
-    async def _paced(self, tokens: list[str]) -> AsyncIterator[str]:
-        if self.rate <= 0:
-            for i, tok in enumerate(tokens):
-                yield tok
-                if i % 64 == 63:
-                    yield ""
-                    await asyncio.sleep(0)
-            return
-        t0 = time.perf_counter()
-        i = 0
-        while i < len(tokens):
-            due = min(len(tokens), int((time.perf_counter() - t0) * self.rate) + 1)
-            while i < due:
-                yield tokens[i]
-                i += 1
-            yield ""
-            await asyncio.sleep(min(0.001, max(0.0, (i / self.rate) - (time.perf_counter() - t0))))
-
-    async def _generate(self, messages: list[dict], prefill: str, max_tokens: int | None,
-                        temperature: float | None, gen: Generation,
-                        grammar: str | None = None) -> AsyncIterator[str]:
-        from app.core.events import Done, Error, TextDelta, Usage
-        from app.core.provider import Request
-
-        assert self._local is not None
-        req = Request(messages, max_tokens=max_tokens, temperature=temperature, prefill=prefill,
-                      grammar=grammar)
-        async with self._model_turn:  # FIFO: whoever asked first is served first
-            self.stats.started.append(time.perf_counter())
-            stream = self._local.stream(req)
-            ended = False
-            try:
-                async for ev in stream:
-                    t = type(ev)
-                    if t is TextDelta:
-                        if gen.tokens == 0:
-                            self.stats.first_token.append(time.perf_counter())
-                        elif gen.tokens == 3:  # three tokens sent: a crash test's moment
-                            stop_point("serve:generating")
-                        gen.tokens += 1
-                        yield ev.text
-                        yield ""
-                    elif t is Usage:
-                        gen.prompt_tokens = ev.prompt
-                    elif t is Done:
-                        gen.finish = ev.finish_reason
-                    elif t is Error:
-                        raise RuntimeError(ev.message)
-                ended = True
-            finally:
-                if not ended:
-                    self.stats.stopped.append(time.perf_counter())
-                await stream.aclose()  # the client left or steered: the model stops at its next token
-
-
-def rss_bytes() -> int | None:
-    """This process's resident memory now (the model's weights count once they are read)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
 
 def _stderr_log() -> tuple[str | None, int]:
     """(the regular file stderr goes to, where this process started writing in it): where a

@@ -25,14 +25,11 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from app.providers.responses_wire import EventWriter, from_input, new_id, response_object
+from app.server.generation import Backend, Faults, Generation
 from app.server.http import HttpRequest, HttpResponse
 from app.server.ws import WsClosed, WsConnection
-
-if TYPE_CHECKING:
-    from app.server.chat_server import ChatServer, Faults
 
 KEEP = 256  # responses kept for previous_response_id
 
@@ -71,7 +68,7 @@ def _sse(frame: str) -> bytes:
 
 
 class ResponsesService:
-    def __init__(self, server: ChatServer, *, websocket: bool = True, steering: bool = True) -> None:
+    def __init__(self, server: Backend, *, websocket: bool = True, steering: bool = True) -> None:
         self.server = server
         self.websocket = websocket  # False: refuse the upgrade (426), as SSE-only servers do
         self.steering = steering  # False: response.steer fails with steering_not_supported
@@ -296,8 +293,6 @@ class ResponsesService:
                       lane: Lane) -> AsyncIterator[list[str] | tuple]:
         """Batches of event frames; a tuple ("drop",) or ("close", code) is a fault for the
         transport to carry out."""
-        from app.server.chat_server import Generation
-
         s = self.server
         messages, settings, prev = conv
         while True:  # a steered response goes on as its successor
