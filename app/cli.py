@@ -237,6 +237,8 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         if h.warning and h.state.value == "pending":  # left out of --accept all
             print(f"steer: left for a deliberate accept: {h.path} hunk #{h.id} at line "
                   f"{h.base_start + 1}: {h.warning}", file=sys.stderr)
+            if outcome is not None:  # not everything proposed was written (rule 9)
+                code = code or EXIT_EDITS
     if outcome is not None:
         _report_accept(outcome)
     staged = _stage(repo, pending, outcome) if repo is not None else None
