@@ -96,9 +96,12 @@ def cmd_run(argv: list[str]) -> int:
         parser.error("--stage stages what --accept all wrote: give both")
     _lenient_stdout()
     from app.core.workspace import Workspace
+    from app.view.live import Shown
 
     ws = Workspace(find_root(Path(args.directory).resolve()), allow_read_only=args.allow_read_only)
-    state: dict = {}
+    state: dict = {"stderr": sys.stderr}
+    if sys.stderr.isatty():  # every message quoting outside text is shown, never obeyed
+        sys.stderr = Shown(sys.stderr)  # type: ignore[assignment]
     try:
         return asyncio.run(_run(args, ws, state))
     except KeyboardInterrupt:
@@ -108,6 +111,8 @@ def cmd_run(argv: list[str]) -> int:
         elif not _finish_interrupted(ws):
             print("\nsteer: interrupted; nothing was written", file=sys.stderr)
         return 130
+    finally:
+        sys.stderr = state["stderr"]
 
 
 def _finish_interrupted(ws) -> bool:
@@ -170,7 +175,8 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
             # the agent's writes are staged as hunks at once; --accept decides at the end
             session.agent.write_policy = "stage"
             session.agent.on_permission = _permission_answerer(session, args.agent_permissions)
-        live = LiveStatus(sys.stderr, session, enabled=not args.quiet)
+        # the live status writes its own sequences, and passes the answer through the boundary
+        live = LiveStatus(state["stderr"], session, enabled=not args.quiet)
         if not args.no_save:
             _open_session(session, args.resume)
             live.sync.take()  # what a resumed session said before is not this run's output
@@ -203,6 +209,7 @@ def _open_session(session, sid: str | None) -> None:
 
 async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
     from app.view.live import report
+    from app.view.outside_text import terminal
     from app.view.render import unified
 
     provider = session.provider
@@ -251,7 +258,11 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         if repo is not None:
             data["staged"] = staged.staged if staged else []
             data["stage_messages"] = staged.messages if staged else []
-        print(json.dumps(data, indent=2))
+        # json.dumps escapes every control character but DEL: escaped too, so the report
+        # holds none raw wherever it is printed
+        print(json.dumps(data, indent=2).replace("\x7f", "\\u007f"))
+    elif sys.stdout.isatty():  # to read: escapes shown; on a pipe a byte-exact patch
+        sys.stdout.write(terminal(unified(pending)))
     else:
         sys.stdout.write(unified(pending))
     return code

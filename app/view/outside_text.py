@@ -113,3 +113,21 @@ def terminal(text: str, *, dim: bool = True) -> str:
         return f"\x1b[2m{e}\x1b[22m" if dim else e
 
     return _HIDDEN_OR_SELECTOR.sub(shown, text)
+
+
+def terminal_line(text: str, width: int, *, dim: bool = True) -> tuple[str, int]:
+    """At most `width` columns of one line of `text` for a real terminal, as `terminal`
+    writes it (an escape is never cut in half; tabs expanded): (the string, its columns)."""
+    out: list[str] = []
+    cols = 0
+    for run, esc in pieces(text):
+        room = width - cols
+        if room <= 0 or (esc and len(run) > room):
+            break
+        if esc:
+            out.append(f"\x1b[2m{run}\x1b[22m" if dim else run)
+        else:
+            run = run[:room]
+            out.append(run)
+        cols += len(run)
+    return "".join(out), cols
