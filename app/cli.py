@@ -96,12 +96,9 @@ def cmd_run(argv: list[str]) -> int:
         parser.error("--stage stages what --accept all wrote: give both")
     _lenient_stdout()
     from app.core.workspace import Workspace
-    from app.view.live import Shown
 
     ws = Workspace(find_root(Path(args.directory).resolve()), allow_read_only=args.allow_read_only)
-    state: dict = {"stderr": sys.stderr}
-    if sys.stderr.isatty():  # every message quoting outside text is shown, never obeyed
-        sys.stderr = Shown(sys.stderr)  # type: ignore[assignment]
+    state: dict = {}
     try:
         return asyncio.run(_run(args, ws, state))
     except KeyboardInterrupt:
@@ -111,8 +108,6 @@ def cmd_run(argv: list[str]) -> int:
         elif not _finish_interrupted(ws):
             print("\nsteer: interrupted; nothing was written", file=sys.stderr)
         return 130
-    finally:
-        sys.stderr = state["stderr"]
 
 
 def _finish_interrupted(ws) -> bool:
@@ -144,6 +139,7 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     from app.core.sessions import SessionError
     from app.providers.factory import build_provider
     from app.view.live import LiveStatus
+    from app.view.outside_text import underneath
 
     cwd = Path(args.directory).resolve()
     try:
@@ -176,7 +172,7 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
             session.agent.write_policy = "stage"
             session.agent.on_permission = _permission_answerer(session, args.agent_permissions)
         # the live status writes its own sequences, and passes the answer through the boundary
-        live = LiveStatus(state["stderr"], session, enabled=not args.quiet)
+        live = LiveStatus(underneath(sys.stderr), session, enabled=not args.quiet)
         if not args.no_save:
             _open_session(session, args.resume)
             live.sync.take()  # what a resumed session said before is not this run's output
@@ -209,7 +205,6 @@ def _open_session(session, sid: str | None) -> None:
 
 async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
     from app.view.live import report
-    from app.view.outside_text import terminal
     from app.view.render import unified
 
     provider = session.provider
@@ -261,9 +256,7 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         # json.dumps escapes every control character but DEL: escaped too, so the report
         # holds none raw wherever it is printed
         print(json.dumps(data, indent=2).replace("\x7f", "\\u007f"))
-    elif sys.stdout.isatty():  # to read: escapes shown; on a pipe a byte-exact patch
-        sys.stdout.write(terminal(unified(pending)))
-    else:
+    else:  # a byte-exact patch on a pipe; on a terminal (Shown) its escapes are shown
         sys.stdout.write(unified(pending))
     return code
 
@@ -611,8 +604,33 @@ COMMANDS = {"run": cmd_run, "undo": cmd_undo, "serve": cmd_serve, "bench": cmd_b
             "sessions": cmd_sessions, "rewind": cmd_rewind, "web": cmd_web, "doctor": cmd_doctor}
 
 
+# sub-commands whose output quotes outside text (answers, paths, instructions, servers'
+# errors): on a terminal it is shown, never obeyed
+SHOWN = frozenset({"run", "undo", "sessions", "rewind", "doctor"})
+
+
+@contextlib.contextmanager
+def _shown_on_terminals():
+    """stdout and stderr pass the boundary for outside text while they are terminals; on a
+    pipe or a file they carry the bytes as they are (a diff stays a byte-exact patch)."""
+    from app.view.outside_text import Shown
+
+    saved = sys.stdout, sys.stderr
+    if sys.stdout.isatty():
+        sys.stdout = Shown(sys.stdout)  # type: ignore[assignment]
+    if sys.stderr.isatty():
+        sys.stderr = Shown(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SHOWN:
+        with _shown_on_terminals():
+            return COMMANDS[argv[0]](argv[1:])
     if argv and argv[0] in COMMANDS:
         return COMMANDS[argv[0]](argv[1:])
     if argv and argv[0] in ("-V", "--version"):

@@ -189,3 +189,16 @@ def test_the_live_lines_cut_keeps_whole_escapes_within_the_width(text, width):
     assert len(plain) == cols <= width and not HIDDEN.search(plain)
     assert visible(text).startswith(plain)
     assert cols >= min(width, len(visible(text))) - 5  # short only by an escape that did not fit
+
+
+def test_steer_sessions_on_a_terminal_shows_what_it_quotes(tmp_path):
+    """A saved instruction may hold what the user pasted (a log with escapes in it): the
+    session list on a terminal shows it."""
+    repo = init_repo(tmp_path / "r", {"f.txt": SRC})
+    with served(sr("f.txt", "line 3\n", "line three\n")) as server:
+        code, _, _ = run_on_pty(repo, "run", f"fix {HOSTILE}", "-f", "f.txt", "--base-url",
+                                server.base_url, "--model", "replay", "--accept", "all")
+    assert code == 0
+    code, screen, _ = run_on_pty(repo, "sessions")
+    assert code == 0
+    assert r"fix title \x1b]2;PWNED\x07" in assert_only_steers_sequences(screen)

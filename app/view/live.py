@@ -8,7 +8,6 @@ must not set the user's window title, clear the screen or write the clipboard. E
 from __future__ import annotations
 
 import asyncio
-import io
 import shutil
 from typing import TextIO
 
@@ -85,27 +84,6 @@ class LiveStatus:
         else:
             self.out.write(f"\n[{status}]\n")
         self.out.flush()
-
-
-class Shown(io.TextIOBase):
-    """A terminal stream every message goes through the boundary on: `steer run`'s stderr
-    on a terminal, where its messages quote paths, servers' errors and agents' words."""
-
-    def __init__(self, raw: TextIO) -> None:
-        self.raw = raw
-
-    def write(self, text: str) -> int:
-        self.raw.write(terminal(text))
-        return len(text)
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def isatty(self) -> bool:
-        return self.raw.isatty()
-
-    def fileno(self) -> int:
-        return self.raw.fileno()
 
 
 def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> dict:
