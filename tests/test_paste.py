@@ -204,3 +204,22 @@ def test_the_app_reads_terminal_input_with_the_guarded_parser(demo):
 
     SteerApp(demo, OpenAIChat("http://127.0.0.1:9/v1", "m"), watch_files=False)
     assert linux_driver.XTermParser is PasteSafeParser
+
+
+async def test_up_brings_a_sent_paste_back_as_its_token(demo):
+    paste = "one\ntwo\n"
+    async with Rig(demo, [CALC_ANSWER, CALC_ANSWER]) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptInput)
+            await type_text(pilot, "see ")
+            app.post_message(pasted(paste))
+            await pilot.pause()
+            shown_then = prompt.value
+            await pilot.press("enter")
+            await until(pilot, lambda: app.session.turn is not None and app.session.turn.state == "done")
+            await until(pilot, lambda: prompt.value == "")
+            prompt.focus()
+            await pilot.press("up")
+            assert prompt.value == shown_then and prompt.message == f"see {paste}"
+    assert app.session.turns[0].instruction == f"see {paste}"  # its own newline kept
