@@ -139,6 +139,7 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     from app.core.sessions import SessionError
     from app.providers.factory import build_provider
     from app.view.live import LiveStatus
+    from app.view.outside_text import underneath
 
     cwd = Path(args.directory).resolve()
     try:
@@ -170,7 +171,8 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
             # the agent's writes are staged as hunks at once; --accept decides at the end
             session.agent.write_policy = "stage"
             session.agent.on_permission = _permission_answerer(session, args.agent_permissions)
-        live = LiveStatus(sys.stderr, session, enabled=not args.quiet)
+        # the live status writes its own sequences, and passes the answer through the boundary
+        live = LiveStatus(underneath(sys.stderr), session, enabled=not args.quiet)
         if not args.no_save:
             _open_session(session, args.resume)
             live.sync.take()  # what a resumed session said before is not this run's output
@@ -237,6 +239,8 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         if h.warning and h.state.value == "pending":  # left out of --accept all
             print(f"steer: left for a deliberate accept: {h.path} hunk #{h.id} at line "
                   f"{h.base_start + 1}: {h.warning}", file=sys.stderr)
+            if outcome is not None:  # not everything proposed was written (rule 9)
+                code = code or EXIT_EDITS
     if outcome is not None:
         _report_accept(outcome)
     staged = _stage(repo, pending, outcome) if repo is not None else None
@@ -249,8 +253,10 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         if repo is not None:
             data["staged"] = staged.staged if staged else []
             data["stage_messages"] = staged.messages if staged else []
-        print(json.dumps(data, indent=2))
-    else:
+        # json.dumps escapes every control character but DEL: escaped too, so the report
+        # holds none raw wherever it is printed
+        print(json.dumps(data, indent=2).replace("\x7f", "\\u007f"))
+    else:  # a byte-exact patch on a pipe; on a terminal (Shown) its escapes are shown
         sys.stdout.write(unified(pending))
     return code
 
@@ -598,8 +604,33 @@ COMMANDS = {"run": cmd_run, "undo": cmd_undo, "serve": cmd_serve, "bench": cmd_b
             "sessions": cmd_sessions, "rewind": cmd_rewind, "web": cmd_web, "doctor": cmd_doctor}
 
 
+# sub-commands whose output quotes outside text (answers, paths, instructions, servers'
+# errors): on a terminal it is shown, never obeyed
+SHOWN = frozenset({"run", "undo", "sessions", "rewind", "doctor"})
+
+
+@contextlib.contextmanager
+def _shown_on_terminals():
+    """stdout and stderr pass the boundary for outside text while they are terminals; on a
+    pipe or a file they carry the bytes as they are (a diff stays a byte-exact patch)."""
+    from app.view.outside_text import Shown
+
+    saved = sys.stdout, sys.stderr
+    if sys.stdout.isatty():
+        sys.stdout = Shown(sys.stdout)  # type: ignore[assignment]
+    if sys.stderr.isatty():
+        sys.stderr = Shown(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SHOWN:
+        with _shown_on_terminals():
+            return COMMANDS[argv[0]](argv[1:])
     if argv and argv[0] in COMMANDS:
         return COMMANDS[argv[0]](argv[1:])
     if argv and argv[0] in ("-V", "--version"):

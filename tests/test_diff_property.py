@@ -14,6 +14,7 @@ from render_answers import RENDERERS
 
 from app.core.diff import HunkState
 from app.core.formats import make_parser
+from app.core.formats.events import EditBegin
 from app.core.linediff import Change, apply_changes, line_diff
 from app.core.review import Review
 from app.core.textfile import decode
@@ -119,22 +120,33 @@ def test_accept_all_then_undo_restores_bytes(fmt, base, target):
         assert all(h.state == HunkState.PENDING for h in pending.hunks)
 
 
-@given(fmt=FMT, base=st.one_of(st.none(), TEXT), target=TEXT, data=st.data())
-def test_parser_is_chunking_invariant(fmt, base, target, data):
+# file names as real projects have them: brackets (Next.js routes), parentheses, spaces,
+# non-ASCII; those with spaces name a file only when it exists (the parser asks)
+NAMES = st.sampled_from(["f.txt", "lib/[id].ts", "app/[slug]/page.tsx", "app/(auth)/page.tsx",
+                         "a (copy).py", "my notes/to do.md", "données/été.py", "src/日本語.py"])
+
+
+@given(fmt=FMT, base=st.one_of(st.none(), TEXT), target=TEXT, name=NAMES, data=st.data())
+def test_parser_is_chunking_invariant(fmt, base, target, name, data):
     if not _valid(fmt, base, target):
         return
-    answer = RENDERERS[fmt]("f.txt", base, target)
-    p = make_parser(fmt)
+    if " " in name and base is None and fmt != "apply_patch":
+        return  # a new file whose name has spaces is named by apply_patch's header only
+    exists = {name, "other.py"}.__contains__ if base is not None else {"other.py"}.__contains__
+    # a block for another file first: the odd name's block must not go to it
+    answer = RENDERERS[fmt]("other.py", ["x"], ["y"]) + RENDERERS[fmt](name, base, target)
+    p = make_parser(fmt, exists=exists)
     reference = p.feed(answer) + p.finish()
-    assert reference
+    assert [e.path for e in reference if isinstance(e, EditBegin)][-1:] == [name]
+    assert {e.path for e in reference if isinstance(e, EditBegin)} == {"other.py", name}
     cuts = sorted(set(_cuts(data, len(answer))))
-    p = make_parser(fmt)
+    p = make_parser(fmt, exists=exists)
     events, pos = [], 0
     for c in cuts:
         events += p.feed(answer[pos:c])
         pos = max(pos, c)
     events += p.feed(answer[pos:]) + p.finish()
     assert events == reference
-    one = make_parser(fmt)
+    one = make_parser(fmt, exists=exists)
     single = [e for ch in answer for e in one.feed(ch)] + one.finish()
     assert single == reference

@@ -212,3 +212,69 @@ def test_a_broken_block_does_not_take_the_next_files_edit(answer):
         assert not ends[0].complete and "divider" in ends[0].error
         assert ends[1].complete
         assert [e.text for e in evs if isinstance(e, Line) and e.op == "+"] == ["y = 2"]
+
+
+# -- file names with brackets, parentheses, spaces, non-ASCII ---------------------------------
+ODD_NAMES = ["lib/[id].ts", "app/[slug]/page.tsx", "app/(auth)/login/page.tsx", "[id].ts",
+             "routes/$id.tsx", "src/{a,b}.js", "a (copy).py", "my notes/to do.md",
+             "données/été.py", "src/日本語.py", "x [draft] v2.txt"]
+ON_DISK = frozenset(ODD_NAMES) | {"a.py"}
+
+
+def parse_with(text: str, fmt: str = "search_replace", exists=ON_DISK.__contains__):
+    p = make_parser(fmt, frozenset(), exists)
+    return p.feed(text) + p.finish()
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+@pytest.mark.parametrize("fmt", ["search_replace", "apply_patch", "whole"])
+def test_a_block_for_an_odd_name_edits_that_file_not_the_one_before(fmt, name):
+    from render_answers import RENDERERS
+
+    answer = RENDERERS[fmt]("a.py", ["x = 1"], ["x = 2"]) + RENDERERS[fmt](name, ["y = 1"], ["y = 2"])
+    ev = parse_with(answer, fmt)
+    assert [e.path for e in ev if isinstance(e, EditBegin)] == ["a.py", name]
+    assert not any(isinstance(e, Malformed) for e in ev)
+    # decorated as models write names
+    for header in (f"**{name}**", f"`{name}`", f"{name}:", f"File: {name}"):
+        ev = parse_with(f"{header}\n```\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```\n")
+        assert EditBegin(name, "update") in ev, header
+
+
+def test_a_name_with_spaces_is_a_file_only_when_it_exists():
+    text = "a (copy).py\n```\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```\n"
+    assert parse_with(text)[0] == EditBegin("a (copy).py", "update")
+    ev = parse_with(text, exists=lambda p: False)  # a sentence with a file's shape: not a name
+    assert not any(isinstance(e, EditBegin) for e in ev)
+    # a new file with a space in its name: by apply_patch's explicit header
+    ev = parse_with("*** Begin Patch\n*** Add File: new dir/a b.py\n+x\n*** End Patch\n", "apply_patch",
+                    exists=lambda p: False)
+    assert EditBegin("new dir/a b.py", "add") in ev
+
+
+PROSE_BEFORE_A_BLOCK = [
+    "[1] see below",
+    "[the guide](docs/guide.md)",
+    "See [the guide](docs/guide.md).",
+    "![screenshot](img/shot.png)",
+    "[guide]: docs/guide.md",
+    "[^1]: docs/notes.md",
+    "(see below)",
+    "Here is the updated a (copy).py",
+    "Update `a.py`:",
+    "**Changes to lib/[id].ts**",
+    "[x] done.",
+]
+
+
+@pytest.mark.parametrize("line", PROSE_BEFORE_A_BLOCK)
+def test_prose_and_markdown_links_are_not_taken_for_file_names(line):
+    # a block without a name of its own goes to the file named before it
+    text = ("a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n"
+            f"{line}\n<<<<<<< SEARCH\nz\n=======\nw\n>>>>>>> REPLACE\n")
+    ev = parse_with(text)
+    assert [e.path for e in ev if isinstance(e, EditBegin)] == ["a.py", "a.py"], line
+    assert Prose(line) in ev
+    # and a code block after it is prose, not a whole file
+    ev = parse_with(f"{line}\n```python\nprint(1)\n```\n", "whole")
+    assert not any(isinstance(e, EditBegin) for e in ev), line

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from app.core import invisible
 from app.core.formats import fragments
 from app.core.formats.events import (
     EditBegin,
@@ -63,9 +64,22 @@ class Hunk:
     # is on disk now, "mine"; `new` the proposal, "theirs"); None for other hunks
     ancestor: list[str] | None = None
     reason: str = ""  # why the user rejected it (one line, optional): the model is told
-    # why a bulk accept must leave this hunk (a whole-file answer's large or unasked-for
-    # deletion, app/core/formats/fragments.py); a deliberate accept of the hunk still takes it
-    warning: str = ""
+    # why a bulk accept must leave this hunk; a deliberate accept of the hunk still takes it:
+    # a whole-file answer's large or unasked-for deletion (app/core/formats/fragments.py),
+    # and invisible characters it adds, in any format (app/core/invisible.py)
+    deletion: str = ""
+    hidden: str = ""
+
+    @property
+    def warning(self) -> str:
+        """Every flag of the hunk in one line ("" when a bulk accept may take it)."""
+        if not self.hidden:
+            return self.deletion
+        return f"{self.deletion}; {self.hidden}" if self.deletion else self.hidden
+
+    def check_hidden(self) -> None:
+        """Flag the invisible characters the hunk adds (its lines are final, or cut short)."""
+        self.hidden = invisible.added(self.old, self.new) or ""
 
     @property
     def change(self) -> Change:
@@ -228,6 +242,7 @@ class Edit:
             for h in self.hunks:
                 h.state = HunkState.PENDING
                 h.incomplete = h is self.open
+                h.check_hidden()
                 self.fd.touch(h)
             self.open = None
             self.complete = False
@@ -316,6 +331,7 @@ class FileDiff:
             if h.state not in DECIDED:
                 h.state = state
             h.incomplete = False
+            h.check_hidden()
             self.touch(h)
             out.append(h)
         for h in pool:
@@ -373,8 +389,8 @@ class FileDiff:
         bulk accept must leave: large or unasked-for deletions."""
         assert self.reading is not None
         for h in hunks:
-            h.warning = fragments.warning(h.old, h.new, h.base_start - start, h.base_end - start,
-                                          self.reading, self.owner.removal_asked)
+            h.deletion = fragments.warning(h.old, h.new, h.base_start - start, h.base_end - start,
+                                           self.reading, self.owner.removal_asked)
 
 
 class _Ignore:

@@ -11,6 +11,7 @@ in the set: they are layout, and every view expands or breaks on them.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 # as a regex class: C0 but tab and newline; DEL and C1; the bidi marks, embeddings,
 # overrides and isolates; zero-width characters, line/paragraph separators, the BOM
@@ -41,8 +42,30 @@ def warning(added: list[str]) -> str | None:
         if HIDDEN.search(line):
             for p in found(line):
                 points.setdefault(p, None)
-    if not points:
+    return _flag(list(points))
+
+
+def added(old: list[str], new: list[str]) -> str | None:
+    """The flag for a hunk that replaces `old` by `new`: the hidden characters `new` holds
+    more of than `old` does, named; None when it adds none. Counting per character keeps a
+    line that was edited around an invisible character it already had out of the flag, and
+    still flags one more of it."""
+    if not any(HIDDEN.search(t) for t in new):
         return None
-    names = list(points)
+    had = Counter(m.group() for t in old for m in HIDDEN.finditer(t))
+    points: dict[str, None] = {}
+    for t in new:
+        for m in HIDDEN.finditer(t):
+            ch = m.group()
+            if had[ch] > 0:
+                had[ch] -= 1
+            else:
+                points.setdefault(code_point(ch), None)
+    return _flag(list(points))
+
+
+def _flag(names: list[str]) -> str | None:
+    if not names:
+        return None
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
     return f"invisible characters: {shown}"

@@ -419,13 +419,14 @@ class _Rebase:
                 continue
             if mine == ancestor:  # the user is back where both started: no conflict after all
                 hunks = []
-                warning = next((h.warning for h in opened if h.warning), "")  # type: ignore[union-attr]
+                deletion = next((h.deletion for h in opened if h.deletion), "")  # type: ignore[union-attr]
                 for a1, a2, b1, b2 in line_diff(mine, theirs):
                     h = first if not hunks else fd.new_hunk(0, 0, [], [])
                     h.base_start, h.base_end = u.b1 + a1, u.b1 + a2
                     h.old, h.new, h.ancestor = mine[a1:a2], theirs[b1:b2], None
                     h.state, h.note, h.incomplete = HunkState.PENDING, "", incomplete
-                    h.warning = warning  # a flagged deletion stays out of bulk accepts
+                    h.deletion = deletion  # a flagged deletion stays out of bulk accepts
+                    h.check_hidden()
                     fd.touch(h)
                     hunks.append(h)
                     out.changed.append(h)
@@ -434,6 +435,7 @@ class _Rebase:
             first.base_start, first.base_end = u.b1, u.b2
             first.old, first.new, first.ancestor = list(mine), theirs, ancestor
             first.incomplete = incomplete
+            first.check_hidden()
             first.state = HunkState.CONFLICT
             _note(first, u.b1, u.b2)
             fd.touch(first)

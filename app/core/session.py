@@ -409,7 +409,7 @@ class Session:
         turn.content = rec.content
         self.turns.append(turn)
         known = frozenset(s.path for s in self._snapshots)
-        self._parser = ProseOnly() if rec.agent else make_parser(self.fmt, known)
+        self._parser = ProseOnly() if rec.agent else make_parser(self.fmt, known, self.ws.has_file)
         self._messages = messages
         self._record(rec)
         self._log_lists()

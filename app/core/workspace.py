@@ -251,6 +251,13 @@ class Workspace:
             raise PathRefused(f"refused {rel}: it is {_kind(st.st_mode)}; steer edits regular files only")
         return real_rel
 
+    def has_file(self, raw: str) -> bool:
+        """A regular file of this name is in the workspace (and steer may touch it)."""
+        try:
+            return self.abspath(self.check_path(raw)).is_file()
+        except (ValueError, OSError):
+            return False
+
     def _refuse_git_dir(self, rel: str, real_rel: str) -> None:
         if self._in_git_dir or is_git_dir(self.root):
             raise PathRefused(f"refused {rel}: the workspace is a git repository's own folder "

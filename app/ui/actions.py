@@ -80,6 +80,9 @@ ACTIONS: tuple[Action, ...] = (
            "redirect it", "Prompt"),
     Action("queue", "tab", "prompt", "tab", "Queue / review", "queue the message as a follow-up, "
            "complete an @path; in an empty prompt: go to the review", "Prompt", priority=True, bar=1),
+    Action("expand_paste", "f2", "prompt", "expand_paste", "Paste", "show the paste at the "
+           "cursor whole (a paste with newlines or over 1,000 characters shows as [pasted N "
+           "chars · M lines] and is sent exactly; Backspace removes it)", "Prompt", bar=1),
     Action("history_prev", "up", "prompt", "history_prev", "Earlier", "the instruction sent "
            "before (again: older ones), as in a shell", "Prompt", show=False),
     Action("history_next", "down", "prompt", "history_next", "Later", "the next instruction sent; "

@@ -15,7 +15,7 @@ from app.core.provider import Provider
 from app.core.resume import open_saved
 from app.core.session import Session
 from app.core.workspace import Workspace
-from app.ui import actions
+from app.ui import actions, compat
 from app.ui.main_screen import MainScreen
 from app.ui.palette import Entry, SteerCommands, textual_extras
 from app.ui.screens import ConfirmScreen, HelpScreen
@@ -33,6 +33,7 @@ class SteerApp(App):
                  context: Iterable[str] = (), watch_files: bool = True, blink: bool = True,
                  saving: dict | None = None) -> None:
         super().__init__()
+        compat.guard_pastes()  # a paste holding ESC stays a paste (never key presses)
         self.settings = settings or Settings()
         self.ws = Workspace(root)
         self.session = Session(self.ws, provider, fmt=self.settings.format,

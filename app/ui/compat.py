@@ -7,12 +7,14 @@ making the app slow.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt  # rich's Markdown parser (imported here: ~0.25 s)
 from rich.markdown import Markdown
+from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.geometry import Size
 from textual.screen import Screen
@@ -126,3 +128,89 @@ def svg_screenshot(app: App, size: tuple[int, int], run_before) -> str:
     from textual._doc import take_svg_screenshot
 
     return take_svg_screenshot(app, terminal_size=size, run_before=run_before, title="steer")
+
+
+# -- bracketed pastes holding ESC ------------------------------------------------------------
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+_MARK = "\ufdd0"  # a Unicode noncharacter (reserved for internal use): ESC inside a paste
+_UNMARK = re.compile(f"{_MARK}(.)", re.DOTALL)
+
+
+class _PasteGuard:
+    """Textual's XTermParser ends a bracketed paste at the first ESC inside it, and what
+    follows arrives as key presses: ESC as `^`, a pasted CR as Enter, a pasted \\x11 as
+    Ctrl+Q. A pasted log with colours in it would run keys. This rewrites each ESC between
+    the paste markers before the parser sees it, so the paste stays one Paste event;
+    `paste_text` gives its exact text back. Markers split across reads are followed."""
+
+    def __init__(self) -> None:
+        self.in_paste = False
+        self.held = ""  # inside a paste: the start of what may be the end marker
+        self.tail = ""  # outside: the last characters, in case a start marker is split
+
+    def __call__(self, data: str) -> str:
+        data, self.held = self.held + data, ""
+        out: list[str] = []
+        pos = 0
+        while pos < len(data):
+            if self.in_paste:
+                end = data.find(PASTE_END, pos)
+                if end < 0:
+                    chunk = data[pos:]
+                    keep = next((n for n in range(min(len(chunk), len(PASTE_END) - 1), 0, -1)
+                                 if PASTE_END.startswith(chunk[-n:])), 0)
+                    self.held = chunk[len(chunk) - keep:]
+                    out.append(_mark(chunk[:len(chunk) - keep]))
+                    break
+                out += [_mark(data[pos:end]), PASTE_END]
+                pos, self.in_paste, self.tail = end + len(PASTE_END), False, ""
+                continue
+            joined = self.tail + data[pos:]
+            found = joined.find(PASTE_START)
+            if found < 0:
+                out.append(data[pos:])
+                self.tail = joined[-(len(PASTE_START) - 1):]
+                break
+            upto = found + len(PASTE_START) - len(self.tail)  # (the marker may have begun before)
+            out.append(data[pos:pos + upto])
+            pos, self.in_paste, self.tail = pos + upto, True, ""
+        return "".join(out)
+
+
+def _mark(text: str) -> str:
+    return text.replace(_MARK, _MARK + "0").replace("\x1b", _MARK + "e")
+
+
+def paste_text(text: str) -> str:
+    """The exact text of a Paste event read through the guard (ESCs back in place)."""
+    if _MARK not in text:
+        return text
+    return _UNMARK.sub(lambda m: "\x1b" if m.group(1) == "e" else _MARK, text)
+
+
+class PasteSafeParser(XTermParser):
+    """Textual's terminal parser with pastes guarded (see _PasteGuard)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._guard = _PasteGuard()
+
+    def feed(self, data: str):  # type: ignore[override]
+        if not data:  # the end of input
+            return super().feed(data)
+        guarded = self._guard(data)
+        return super().feed(guarded) if guarded else ()  # ("" would mean the end)
+
+
+def guard_pastes() -> None:
+    """Make Textual's drivers read terminal input with PasteSafeParser (the drivers build
+    their parser by this module-level name when the app starts reading input)."""
+    import importlib
+
+    for name in ("linux_driver", "linux_inline_driver", "web_driver"):
+        try:
+            module = importlib.import_module(f"textual.drivers.{name}")
+        except ImportError:
+            continue
+        if getattr(module, "XTermParser", None) is XTermParser:
+            module.XTermParser = PasteSafeParser  # type: ignore[attr-defined]

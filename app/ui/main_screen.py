@@ -43,7 +43,7 @@ from app.ui.gc_policy import AnswerGC
 from app.ui.key_bar import KeyBar
 from app.ui.line import Line
 from app.ui.permission_screen import PermissionScreen
-from app.ui.prompt import PromptInput, at_paths
+from app.ui.prompt import PasteView, PromptInput
 from app.ui.queue_view import QueueView
 from app.ui.recovery import Recovery
 from app.ui.screens import ChoiceScreen, HunkEditor
@@ -215,8 +215,9 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
         """Tell the key bar only when what is available changed (every call makes Textual
         walk the bindings; most would change nothing)."""
         diff = self.query_one(DiffView) if self._ready else None
+        pasted = self.query_one(PromptInput).holds_paste if self._ready else False
         state = (self.focus_area, self.streaming, self.hunk_open, self.any_open, self.can_undo,
-                 self.has_queue, diff.line_mode if diff else None, self.failed)
+                 self.has_queue, diff.line_mode if diff else None, self.failed, pasted)
         if state != getattr(self, "_bindings_state", None):
             self._bindings_state = state
             super().refresh_bindings()
@@ -415,7 +416,7 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
         hint = f"   @{prompt.completion}? Tab completes" if prompt.completion else ""
         shown = "  ".join(f"◆ {p}" + (" (outline)" if p in self.session.outlined else "")
                           for p in ctx) if ctx else "none yet: type @path or press c on a file"
-        budget = self.session.budget(prompt.value).text()
+        budget = self.session.budget(prompt.message).text()
         self.query_one("#context", Line).set(f"Context: {shown} · {budget}{hint}")
         self.query_one(FileTree).set_badges(context=set(ctx))
 
@@ -486,7 +487,7 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
 
     @on(Input.Submitted, "#prompt")
     def _prompt_submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
+        text = event.value  # trimmed by the prompt, pastes whole (their own spaces kept)
         if self._editing is not None:
             self._finish_editing(text)
             return
@@ -497,7 +498,7 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
 
     @on(PromptInput.Queue)
     def _queue(self, event: PromptInput.Queue) -> None:
-        text = event.text.strip()
+        text = event.text
         if self._editing is not None:
             self._finish_editing(text)
             return
@@ -510,6 +511,10 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
         else:
             self.send(text)
 
+    @on(PromptInput.ShowPaste)
+    def _show_paste(self, event: PromptInput.ShowPaste) -> None:
+        self.app.push_screen(PasteView(event.paste))
+
     @on(PromptInput.Review)
     def _prompt_review(self) -> None:
         self.action_focus_diff()
@@ -517,8 +522,9 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
     def send(self, text: str) -> None:
         """Send a message; its @paths join the context first (asking about any file the
         model's context window cannot take whole)."""
-        self.query_one(PromptInput).remember(text)  # Up recalls it
-        new = [raw for raw in at_paths(text) if self._known(raw) not in self.session.context]
+        prompt = self.query_one(PromptInput)
+        prompt.remember(text)  # Up recalls it
+        new = [raw for raw in prompt.mentions(text) if self._known(raw) not in self.session.context]
         self._add_each(new, lambda: self._send(text))
 
     def _send(self, text: str) -> None:
@@ -610,9 +616,8 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
         text = queue.pop(event.index)
         self._editing = (event.index, text)
         prompt = self.query_one(PromptInput)
-        prompt.value = text
+        prompt.show(text)
         prompt.focus()
-        prompt.cursor_position = len(text)
         self._render_queue()
 
     def _finish_editing(self, text: str | None) -> None:

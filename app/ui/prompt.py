@@ -1,17 +1,34 @@
 """The prompt: Enter sends (or redirects while the model streams), Tab queues a follow-up or
 completes an `@path`, with fuzzy matching over the repository's files; Up and Down recall the
-instructions sent in this session, as a shell does (Down past the newest: the draft)."""
+instructions sent in this session, as a shell does (Down past the newest: the draft).
+
+A paste is kept whole (app/view/pastes.py): one with newlines, tabs, hidden characters or
+over 1,000 characters shows as a token (`[pasted 20,000 chars · 312 lines]`) that the cursor
+and Backspace treat as one character, F2 shows the text through the boundary for outside
+text, and Enter sends it exactly where its token is. Textual's own Input keeps only a
+paste's first line; a paste over the limit is refused whole, with a message."""
 
 from __future__ import annotations
 
 import re
 import time
 
+from rich.highlighter import Highlighter
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
 from textual.message import Message
+from textual.screen import ModalScreen
 from textual.suggester import Suggester
-from textual.widgets import Input
+from textual.widgets import Input, Label, TextArea
+from textual.widgets.input import Selection
 
 from app.ui.actions import bindings
+from app.ui.compat import paste_text
+from app.view.outside_text import name, visible
+from app.view.pastes import Paste, Pastes, TooLarge, collapses, normalized
 
 AT_TOKEN = re.compile(r"(?:^|\s)@(\S*)$")
 
@@ -62,6 +79,17 @@ class _PrefixSuggester(Suggester):
         return None
 
 
+class _Tokens(Highlighter):
+    """Paste tokens drawn apart from typed text."""
+
+    def __init__(self, prompt: PromptInput) -> None:
+        self.prompt = prompt
+
+    def highlight(self, text: Text) -> None:
+        for start, end, _ in self.prompt.pastes.spans(text.plain):
+            text.stylize("bold italic", start, end)
+
+
 class PromptInput(Input):
     BINDINGS = bindings("prompt")
 
@@ -73,7 +101,15 @@ class PromptInput(Input):
     class Review(Message):
         """Tab in an empty prompt: the user wants to review (while it streams, too)."""
 
+    class ShowPaste(Message):
+        """F2: the user wants to read a paste whole (the screen shows PasteView)."""
+
+        def __init__(self, paste: Paste) -> None:
+            super().__init__()
+            self.paste = paste
+
     def __init__(self, *, id: str | None = None, blink: bool = True) -> None:
+        self.pastes = Pastes()  # the pastes of the message being written
         # never select the draft on focus: the next key would replace it
         super().__init__(placeholder="Ask for a change…  (@path adds a file, Enter sends, "
                          "Tab queues or reviews, Esc stops)", id=id, select_on_focus=False)
@@ -84,22 +120,105 @@ class PromptInput(Input):
         self.typed_at = float("-inf")  # when the user last pressed a key here
         self.history: list[str] = []  # instructions sent, oldest first
         self._recall = 0  # the entry shown (len(history): the draft)
-        self._draft = ""  # what was being typed when Up first left it
+        self._draft: tuple[str, tuple[Paste, ...]] = ("", ())  # what was being typed when Up left it
+        self.highlighter = _Tokens(self)
+        # messages sent or queued: how they were shown (value with tokens, and the pastes)
+        self._forms: dict[str, tuple[str, tuple[Paste, ...]]] = {}
+        self.holds_paste = False  # the prompt shows a paste token (F2 is listed)
 
     def on_key(self, event) -> None:
         if event.is_printable or event.key in ("backspace", "delete"):
             self.typed_at = time.monotonic()  # writing, not Enter/Esc/Tab
 
+    # -- the message ---------------------------------------------------------------------
+    @property
+    def message(self) -> str:
+        """What Enter sends: the typed text (outer spaces trimmed) with each paste token
+        replaced by its paste, exactly."""
+        return self.pastes.expand(self.value.strip())
+
+    def _sent(self) -> str:
+        """The message, remembered with how it was shown (Up, a failed request put back)."""
+        shown = self.value.strip()
+        text = self.pastes.expand(shown)
+        if text != shown:
+            self._forms[text] = (shown, tuple(self.pastes.items))
+        return text
+
+    def mentions(self, text: str) -> list[str]:
+        """The `@path` mentions of a message this prompt sent: only in what was typed."""
+        shown, items = self._forms.get(text, (text, ()))
+        return at_paths(Pastes(items).typed(shown))
+
     async def action_submit(self) -> None:
         self.typed_at = float("-inf")  # sent: what comes next is not the same sentence
-        await super().action_submit()
+        self.post_message(self.Submitted(self, self._sent(), None))
 
     def on_focus(self) -> None:
         self.cursor_position = len(self.value)  # back to a draft: carry on where it ends
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        if not self.value:
+            self.pastes = Pastes()  # sent or cleared: the next message starts afresh
+        holds = bool(self.pastes.items) and bool(self.pastes.spans(self.value))
+        if holds != self.holds_paste:  # the paste key is listed while there is a paste
+            self.holds_paste = holds
+            self.refresh_bindings()
         m = AT_TOKEN.search(self.value[: self.cursor_position])
         self.completion = complete(m.group(1), self.files) if m and m.group(1) else None
+
+    # -- pastes --------------------------------------------------------------------------
+    def _on_paste(self, event: events.Paste) -> None:
+        """Keep the whole paste (Textual's Input keeps its first line only)."""
+        event.stop()
+        event.prevent_default()
+        text = normalized(paste_text(event.text))
+        if not text:
+            return
+        start, end = sorted(self.selection)
+        if collapses(text):
+            try:
+                text = self.pastes.add(text, self.value[:start] + self.value[end:])
+            except TooLarge as exc:  # refused whole, and said: the prompt keeps what it had
+                self.notify(str(exc), title="Paste", severity="error", timeout=10)
+                return
+        self.replace(text, start, end)
+
+    def replace(self, text: str, start: int, end: int) -> None:
+        """A token goes whole: an edit that would cut into one takes all of it (text is
+        never inserted inside one)."""
+        for s, e, _ in self.pastes.spans(self.value):
+            if start == end and s < start < e:
+                start = end = e
+            elif s < end and start < e:
+                start, end = min(start, s), max(end, e)
+        super().replace(text, start, end)
+
+    def validate_selection(self, selection: Selection) -> Selection:
+        """The cursor never rests inside a token: it steps over it."""
+        start, end = super().validate_selection(selection)
+        old = self.selection.end
+        return Selection(self._outside(start, old), self._outside(end, old))
+
+    def _outside(self, pos: int, old: int) -> int:
+        for s, e, _ in self.pastes.spans(self.value):
+            if s < pos < e:
+                return e if old <= s else s if old >= e else (s if pos - s < e - pos else e)
+        return pos
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "expand_paste":  # listed only while the prompt holds a paste
+            return True if self.pastes.spans(self.value) else None
+        return True
+
+    def action_expand_paste(self) -> None:
+        """Show the paste at (or before) the cursor whole; the last one otherwise."""
+        spans = self.pastes.spans(self.value)
+        if not spans:
+            return
+        at = self.cursor_position
+        before = [p for s, e, p in spans if s <= at]
+        self.post_message(self.ShowPaste(before[-1] if before else spans[0][2]))
 
     # -- history -------------------------------------------------------------------------
     def remember(self, text: str) -> None:
@@ -107,15 +226,15 @@ class PromptInput(Input):
         recalling starts again from the draft."""
         if text and (not self.history or self.history[-1] != text):
             self.history.append(text)
-        self._recall, self._draft = len(self.history), ""
+        self._recall, self._draft = len(self.history), ("", ())
 
     def put_back(self, text: str) -> bool:
         """Give a failed instruction back to type on, unless the user has a draft here
         (theirs is never overwritten: Up recalls the instruction instead)."""
         if self.value.strip():
             return False
-        self._recall, self._draft = len(self.history), ""
-        self._show(text)
+        self._recall, self._draft = len(self.history), ("", ())
+        self.show(text)
         return True
 
     def action_history_prev(self) -> None:
@@ -123,24 +242,39 @@ class PromptInput(Input):
         failed instruction put back goes to the one before it)."""
         i = self._recall
         if i == len(self.history):
-            self._draft = self.value
+            self._draft = (self.value, tuple(self.pastes.items))
         i -= 1
-        while i >= 0 and self.history[i] == self.value:
+        while i >= 0 and self.history[i] == self.message:
             i -= 1
         if i >= 0:
             self._recall = i
-            self._show(self.history[i])
+            self.show(self.history[i])
 
     def action_history_next(self) -> None:
         """Down: the next newer instruction; past the newest, the draft as it was left."""
         if self._recall >= len(self.history):
             return
         self._recall += 1
-        self._show(self.history[self._recall] if self._recall < len(self.history) else self._draft)
+        if self._recall < len(self.history):
+            self.show(self.history[self._recall])
+        else:
+            self._set(*self._draft)
 
-    def _show(self, text: str) -> None:
-        self.value = text
-        self.cursor_position = len(text)
+    def show(self, text: str) -> None:
+        """Put a message in the prompt to edit: as it was shown when it was written (its
+        pastes as tokens), or, for text that needs one, as one paste."""
+        if text in self._forms:
+            self._set(*self._forms[text])
+        elif collapses(text) and text.strip():
+            pastes = Pastes()
+            self._set(pastes.add(text, ""), tuple(pastes.items))
+        else:
+            self._set(text, ())
+
+    def _set(self, value: str, items: tuple[Paste, ...]) -> None:
+        self.pastes = Pastes(items)
+        self.value = value
+        self.cursor_position = len(value)
 
     def action_tab(self) -> None:
         if self.completion is not None:
@@ -153,7 +287,7 @@ class PromptInput(Input):
                 self.completion = None
                 return
         if self.value.strip():
-            self.post_message(self.Queue(self.value))
+            self.post_message(self.Queue(self._sent()))
             return
         self.post_message(self.Review())
 
@@ -161,3 +295,27 @@ class PromptInput(Input):
 def at_paths(text: str) -> list[str]:
     """The `@path` mentions in a message."""
     return [m.group(1).rstrip(".,;:!?)") for m in re.finditer(r"(?:^|\s)@(\S+)", text)]
+
+
+class PasteView(ModalScreen[None]):
+    """A paste, whole, as text (the boundary for outside text: escapes shown, never obeyed).
+    Read-only; Esc or F2 closes."""
+
+    DEFAULT_CSS = """
+    PasteView { align: center middle; }
+    PasteView > Vertical { width: 90%; height: 85%; border: thick $primary; background: $surface; }
+    PasteView #paste-title { padding: 0 1; text-style: bold; }
+    PasteView TextArea { height: 1fr; }
+    """
+    BINDINGS = [Binding("escape,f2", "dismiss", "Close", priority=True)]
+
+    def __init__(self, paste: Paste) -> None:
+        super().__init__()
+        self.paste = paste
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"{name(self.paste.token)} — as it will be sent (escapes shown); Esc "
+                        "closes", id="paste-title", markup=False)
+            yield TextArea(visible(self.paste.text), read_only=True, show_line_numbers=True,
+                           soft_wrap=False, id="paste-text")

@@ -57,6 +57,6 @@ class Recovery:
         except ContextError as exc:  # a context file is gone or unreadable now
             self.notify(str(exc), severity="error")
             return
-        if prompt.value.strip() == failed.instruction.strip():
+        if prompt.message.strip() == failed.instruction.strip():
             prompt.value = ""  # it was put back: it is on its way now, not a draft
         self.frame()

@@ -1,4 +1,9 @@
-"""What `steer run` shows while it works (stderr) and reports when done (--json)."""
+"""What `steer run` shows while it works (stderr) and reports when done (--json).
+
+On a terminal, what the model, a server or an agent says passes the boundary for outside
+text (app/view/outside_text.py) on its way to the screen: an escape sequence in an answer
+must not set the user's window title, clear the screen or write the clipboard. Elsewhere
+(a pipe, a file) it is passed through as it came."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import TextIO
 from app.core.review import Outcome
 from app.core.session import Session, Turn
 from app.view.frames import FrameSync
+from app.view.outside_text import terminal, terminal_line
 from app.view.render import unified
 from app.view.status import retry_line, status_text
 
@@ -51,11 +57,12 @@ class LiveStatus:
         text = self._partial + new
         *done, self._partial = text.split("\n")
         width = shutil.get_terminal_size((100, 20)).columns
-        status = status_text(self.session.provider, turn)
+        status = terminal(status_text(self.session.provider, turn), dim=False)
         room = max(0, width - len(status) - 3)
-        shown = self._partial[:room]
-        lines = "".join(line + "\n" for line in done)
-        self.out.write(f"{CLEAR}{notes}{lines}{shown}{' ' * (room - len(shown))} {DIM}{status}{RESET}")
+        shown, cols = terminal_line(self._partial.removesuffix("\r"), room)
+        lines = "".join(terminal(line.removesuffix("\r")) + "\n" for line in done)
+        self.out.write(f"{CLEAR}{terminal(notes)}{lines}{shown}{' ' * (room - cols)} "
+                       f"{DIM}{status}{RESET}")
         self.out.flush()
 
     def _new_retries(self, turn: Turn) -> list:
@@ -72,7 +79,8 @@ class LiveStatus:
         self.flush()
         status = status_text(self.session.provider, turn)
         if self.tty:
-            self.out.write(f"{CLEAR}{self._partial}\n{DIM}{status}{RESET}\n")
+            last, status = terminal(self._partial.removesuffix("\r")), terminal(status, dim=False)
+            self.out.write(f"{CLEAR}{last}\n{DIM}{status}{RESET}\n")
         else:
             self.out.write(f"\n[{status}]\n")
         self.out.flush()

@@ -21,8 +21,10 @@ Clean text (nearly all of it) costs one regex search.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
+from typing import TextIO
 
 from rich.style import Style
 from rich.text import Text
@@ -113,3 +115,55 @@ def terminal(text: str, *, dim: bool = True) -> str:
         return f"\x1b[2m{e}\x1b[22m" if dim else e
 
     return _HIDDEN_OR_SELECTOR.sub(shown, text)
+
+
+def terminal_line(text: str, width: int, *, dim: bool = True) -> tuple[str, int]:
+    """At most `width` columns of one line of `text` for a real terminal, as `terminal`
+    writes it (an escape is never cut in half; tabs expanded): (the string, its columns)."""
+    out: list[str] = []
+    cols = 0
+    for run, esc in pieces(text):
+        room = width - cols
+        if room <= 0 or (esc and len(run) > room):
+            break
+        if esc:
+            out.append(f"\x1b[2m{run}\x1b[22m" if dim else run)
+        else:
+            run = run[:room]
+            out.append(run)
+        cols += len(run)
+    return "".join(out), cols
+
+
+class Shown(io.TextIOBase):
+    """A terminal stream everything written to passes `terminal` on: the CLI's stdout and
+    stderr when they are terminals, where its messages quote paths, file contents, servers'
+    errors and agents' words. `raw` is the terminal underneath (for steer's own sequences)."""
+
+    def __init__(self, raw: TextIO) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(terminal(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def isatty(self) -> bool:
+        return self.raw.isatty()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.raw.encoding
+
+    def reconfigure(self, **kwargs) -> None:
+        self.raw.reconfigure(**kwargs)  # type: ignore[attr-defined]
+
+
+def underneath(stream: TextIO) -> TextIO:
+    """The terminal under a Shown stream (or the stream itself)."""
+    return stream.raw if isinstance(stream, Shown) else stream

@@ -9,6 +9,7 @@ files and tiny models, search/replace or apply_patch for larger files.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.core.formats import costs
@@ -60,7 +61,10 @@ def choose_format(caps: Capabilities, model: str, context_lines: list[int]) -> s
     return choose(caps, model, context_lines).fmt
 
 
-def make_parser(fmt: str, known_paths: frozenset[str] = frozenset()) -> EditParser:
+def make_parser(fmt: str, known_paths: frozenset[str] = frozenset(),
+                exists: Callable[[str], bool] | None = None) -> EditParser:
+    """`exists`: whether the workspace has a file of that name (a name with spaces before a
+    block is taken only then: parser.looks_like_path)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown edit format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return EditParser(known_paths, whole=fmt == "whole")
+    return EditParser(known_paths, whole=fmt == "whole", exists=exists)

@@ -17,6 +17,8 @@ Each `@@` chunk becomes one edit, sought after the previous chunk of the same fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from app.core.formats.base import StreamParser
 from app.core.formats.events import EditBegin, EditEnd, Line, Malformed, ParseEvent, Prose
 
@@ -25,8 +27,9 @@ OUTSIDE, PATCH, HEADER, UPDATE, ADD = range(5)
 
 class ApplyPatchParser(StreamParser):
 
-    def __init__(self, known_paths: frozenset[str] = frozenset()) -> None:
-        super().__init__(known_paths)
+    def __init__(self, known_paths: frozenset[str] = frozenset(),
+                 exists: Callable[[str], bool] | None = None) -> None:
+        super().__init__(known_paths, exists)
         self.state = OUTSIDE
         self.path = ""
         self.move_to: str | None = None

@@ -1,25 +1,53 @@
-"""Line framing shared by the streaming parsers.
+"""Line framing shared by the streaming parsers, and how a line is known to name a file.
 
 Parsers only ever act on complete lines, which makes them chunking-invariant by
 construction: feeding one character at a time gives exactly the events of feeding the
 whole text. The per-chunk cost is the chunk's own length (the partial line is short).
+
+A file name on a line of its own before a block is read by shape, since models name files
+in many ways (`**a.py**`, `File: a.py`, `a.py:`). Real names carry brackets, parentheses
+and spaces (Next.js `app/[slug]/page.tsx`, `a (copy).py`), and so does prose (`[1] see
+below`, Markdown links): a name without spaces is taken when it looks like a path (a folder
+or an extension) and is not a Markdown link, one with spaces only when that file exists (a
+sentence naming a file is not a file), as is anything in the request's context.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from app.core.formats.events import ParseEvent
+from app.core.invisible import HIDDEN
 
 PATHLIKE = re.compile(r"^[\w.\-+@/~:]+$")
 EXTENSION = re.compile(r"\.[A-Za-z0-9_]+$")
 FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
+# what never occurs in a name a model writes before a block: markup and shell quoting
+NOT_IN_NAME = re.compile(r"[`*<>|\"\\]")
+MD_LINK = re.compile(r"\[[^\]]*\]\(|\[[^\]]*\]:|^\[\^")  # [text](url), [ref]: url, [^note]
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+
+
+def _balanced(text: str) -> bool:
+    stack: list[str] = []
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in _PAIRS:
+            if not stack or stack.pop() != _PAIRS[ch]:
+                return False
+    return not stack
 
 
 class StreamParser:
-    def __init__(self, known_paths: frozenset[str] = frozenset()) -> None:
+    def __init__(self, known_paths: frozenset[str] = frozenset(),
+                 exists: Callable[[str], bool] | None = None) -> None:
         self._buf = ""
         self.known_paths = known_paths
+        # whether a workspace file has this name (a name with spaces must exist to be one);
+        # asked only for such lines before a block, never per chunk
+        self.exists = exists
 
     def feed(self, chunk: str) -> list[ParseEvent]:
         if "\n" not in chunk:
@@ -70,6 +98,17 @@ class StreamParser:
                 cand = cand[len(prefix):].strip().strip("`'\"")
         if not cand or cand in self.known_paths:
             return cand or None
-        if len(cand) > 240 or "://" in cand or not PATHLIKE.match(cand):
+        if len(cand) > 240 or "://" in cand or HIDDEN.search(cand):
             return None
-        return cand if ("/" in cand or EXTENSION.search(cand)) else None
+        shaped = "/" in cand or EXTENSION.search(cand) is not None
+        if PATHLIKE.match(cand):
+            return cand if shaped else None
+        if NOT_IN_NAME.search(cand) or cand.endswith(("/", ".")):
+            return None
+        if cand[0] + cand[-1] in ("()", "[]") and not (self.exists and self.exists(cand)):
+            return self.looks_like_path(cand[1:-1])  # "(src/app.py)": the name in it
+        if shaped and not any(c.isspace() for c in cand) and not MD_LINK.search(cand) \
+                and _balanced(cand):
+            return cand  # lib/[id].ts, app/(auth)/login/page.tsx, routes/$id.tsx
+        # spaces (or a shape prose has too): a name only when that file is there
+        return cand if self.exists is not None and self.exists(cand) else None

@@ -36,6 +36,7 @@ Read as a careful reader would, not as the first marker says:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from app.core.formats.apply_patch import OUTSIDE as PATCH_DONE
@@ -58,8 +59,9 @@ TWO_DIVIDERS = ("the block has a second ======= line (an underline in the text?)
 
 class EditParser(StreamParser):
 
-    def __init__(self, known_paths: frozenset[str] = frozenset(), *, whole: bool = False) -> None:
-        super().__init__(known_paths)
+    def __init__(self, known_paths: frozenset[str] = frozenset(), *, whole: bool = False,
+                 exists: Callable[[str], bool] | None = None) -> None:
+        super().__init__(known_paths, exists)
         self.whole = whole
         self.state = PROSE
         self.held: list[str] = []
@@ -73,7 +75,7 @@ class EditParser(StreamParser):
         self.nested = False  # whole file: it showed fenced blocks of its own
         self.after: list[str] = []  # CLOSING: lines after a close that may not be one
         self.after_block: str | None = None  # CLOSING: fence of a prose block open there
-        self.patch = ApplyPatchParser(known_paths)
+        self.patch = ApplyPatchParser(known_paths, exists)
 
     def tentative(self) -> str:
         if self.state not in (PROSE, CODE):
