@@ -18,13 +18,14 @@ from app.core.workspace import Workspace
 from app.ui import actions
 from app.ui.main_screen import MainScreen
 from app.ui.palette import Entry, SteerCommands, textual_extras
+from app.ui.plain_toasts import PlainToasts
 from app.ui.screens import ConfirmScreen, HelpScreen
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
 from app.view import outside_text
 from app.view.welcome import ModelFacts, welcome
 
 
-class SteerApp(App):
+class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts.py
     CSS_PATH = str(stylesheet())
     TITLE = "steer"
     BINDINGS = actions.bindings("app")  # every binding comes from the action table (app/ui/actions.py)
@@ -53,14 +54,6 @@ class SteerApp(App):
             self.register_theme(t)
         wanted = self.settings.theme if self.settings.theme != DEFAULT else (remembered_theme() or DEFAULT)
         self.theme = wanted if wanted in self.theme_names else DEFAULT
-
-    def notify(self, message: str, *, title: str = "", severity="information",
-               timeout: float | None = None, markup: bool = False) -> None:
-        """Every toast is plain text, whoever asks (a widget's notify passes markup=True by
-        default, and is not obeyed): toasts carry paths, instructions, error messages and
-        agent text, which the boundary (app/view/outside_text.py) shows as written."""
-        super().notify(outside_text.visible(message), title=outside_text.name(title), severity=severity, timeout=timeout,
-                       markup=False)
 
     def get_default_screen(self) -> Screen:
         return self.main

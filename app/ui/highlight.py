@@ -58,7 +58,10 @@ class Highlighter:
                     if style is None:
                         style = self._styles[ttype] = Style(color=self.theme.get_style_for_token(ttype).color)
                     out.append((value, style))
-            self.cache[text] = tuple(out)
+            # pygments reads a bare CR as a line end: a line its tokens do not spell out
+            # exactly is drawn plain, so every character of the file reaches the boundary
+            exact = "".join(value for value, _ in out) == text
+            self.cache[text] = tuple(out) if exact else ((text, _PLAIN),)
 
 
 _PLAIN = Style()

@@ -254,8 +254,11 @@ class StreamView(ScrollView, can_focus=True):
     def add_markdown(self, text: str) -> None:
         """Complete lines of the model's prose, Markdown. A blank line outside a code block
         ends a paragraph: the paragraph's block is final, the next one starts."""
-        for line in text.splitlines(keepends=True):
-            if not line.strip():
+        # lines end at "\n" only: a form feed or a bare CR is the model's text, shown as an
+        # escape, not a line break nor a blank line
+        parts = text.split("\n")
+        for line in [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else []):
+            if not line.strip(" \t\n"):
                 last = self._blocks[-1] if self._blocks else None
                 if last is None or last.kind != "md" or last.closed or not last.text.strip():
                     continue  # blank lines between blocks: the blocks are apart already
@@ -266,7 +269,7 @@ class StreamView(ScrollView, can_focus=True):
             stripped = line.strip()
             if stripped.startswith(FENCE_MARKS):
                 block.fenced = not block.fenced
-            elif not stripped and not block.fenced and block.text.strip():
+            elif not line.strip(" \t\n") and not block.fenced and block.text.strip():
                 block.closed = True
         self._relayout(self._first_md_dirty())
 
@@ -417,7 +420,9 @@ class StreamView(ScrollView, can_focus=True):
             segs = segments([(line, style)], tabs=TAB)  # escapes dimmed, tabs expanded
             line = "".join(seg.text for seg in segs)
             spans = _wrap(line, width)
-            rows = Segment.divide(segs, [cell_len(line[:e]) for _, e in spans])
+            cuts = [cell_len(line[:e]) for _, e in spans]
+            cuts[-1] += 1  # (a zero-width mark at the very end stays on the last row)
+            rows = Segment.divide(segs, cuts)
             return [Strip(row).crop_extend(0, width, base) for row in rows]
         source = (b.text + b.tail).rstrip("\n")
         if not source.strip():

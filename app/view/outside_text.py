@@ -16,8 +16,10 @@ the app, or runs an `@click` action. So every view shows outside text through he
 - so does a character whose width no one can promise: one this Python's Unicode tables do
   not assign (a terminal may draw it at 0, 1 or 2 cells, or drop it), an emoji skin-tone
   modifier (one terminal joins it to the emoji, another draws it 2 cells wide) and a tag
-  character (invisible; it can carry a hidden message in ASCII's shape): the layout
-  counts the cells the terminal draws, so a full repaint changes no cell;
+  character (invisible; it can carry a hidden message in ASCII's shape), and a combining
+  mark that starts the text (it has nothing to sit on: a terminal drops it, or puts it on
+  whatever cell is left of it): the layout counts the cells the terminal draws, so a full
+  repaint changes no cell;
 - variation selectors (U+FE0E/FE0F) are dropped from display: they only pick the text or
   emoji form of the character before them, and terminals disagree on that form's width,
   which would leave stray cells;
@@ -72,6 +74,11 @@ def _with(pattern: str, extra: str) -> re.Pattern[str]:
     return re.compile(pattern[:-1] + re.escape(extra) + "]")
 
 
+def _lone_mark(text: str) -> bool:
+    """`text` starts with a combining mark: nothing for it to combine with."""
+    return text[:1] > "\x7f" and unicodedata.category(text[0])[0] == "M"
+
+
 def _finder(text: str, tabs: int | None) -> re.Pattern[str] | None:
     """What to escape (and expand) in `text`; None when it shows as itself."""
     base = _ANY if tabs else _ANY_IN_NAME
@@ -81,17 +88,25 @@ def _finder(text: str, tabs: int | None) -> re.Pattern[str] | None:
     return base if base.search(text) else None
 
 
-def pieces(text: str, *, tabs: int | None = 4, col: int = 0) -> Iterator[tuple[str, bool]]:
+def pieces(text: str, *, tabs: int | None = 4, col: int = 0,
+           first: bool = True) -> Iterator[tuple[str, bool]]:
     """(run, is_escape) pieces of `text` as shown. `tabs`: expand a tab to the next multiple
     of this many columns (counted from `col`, the column `text` starts at), or None for one
     line of a name: a tab shows as `\\t` and a newline as `\\n`. Otherwise newlines pass
-    through (callers split lines first)."""
+    through (callers split lines first). `first`: `text` starts what is drawn (a combining
+    mark there has nothing to sit on), not a run that follows another."""
     found = _finder(text, tabs)
-    if found is None:
+    lead = first and _lone_mark(text)
+    if found is None and not lead:
         yield text, False
         return
     pos = 0
-    for m in found.finditer(text):
+    if lead:
+        e = escape(text[0])
+        yield e, True
+        col += len(e)
+        pos = 1
+    for m in found.finditer(text, pos) if found is not None else ():
         ch = m.group()
         if m.start() > pos:
             run = text[pos:m.start()]
@@ -115,17 +130,17 @@ def pieces(text: str, *, tabs: int | None = 4, col: int = 0) -> Iterator[tuple[s
 def visible(text: str, *, tabs: int | None = 4) -> str:
     """`text` as shown, as a plain string (for widths, plain outputs and widgets that take
     strings without markup)."""
-    if _finder(text, tabs) is None:
-        return text
-    if tabs and "\n" in text:  # tab stops per line
+    if tabs and "\n" in text:  # tab stops (and a mark that starts a line) per line
         return "\n".join(visible(line, tabs=tabs) for line in text.split("\n"))
+    if _finder(text, tabs) is None and not _lone_mark(text):
+        return text
     return "".join(run for run, _ in pieces(text, tabs=tabs))
 
 
 def clean(text: str) -> bool:
     """`text` shows as itself in content (no escape, no tab, no selector): the one search a
     clean line costs."""
-    return _ANY.search(text) is None and not _unsure(text)
+    return _ANY.search(text) is None and not _unsure(text) and not _lone_mark(text)
 
 
 def has_hidden(text: str) -> bool:
@@ -177,7 +192,7 @@ def segments(runs: Iterable[tuple[str, Style | None]], *, tabs: int | None = 4,
     out: list[Segment] = []
     col = 0
     for text, style in runs:
-        for run, esc in pieces(text, tabs=tabs, col=col):
+        for run, esc in pieces(text, tabs=tabs, col=col, first=col == 0):
             out.append(Segment(run, (style + escape_style if style else escape_style) if esc else style))
             col += len(run)
     return out
