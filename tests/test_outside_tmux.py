@@ -32,7 +32,9 @@ CALC = (f"def f():\n    s = '{HOSTILE}'\n    w = '{WIDE}'\n    c = '\u0301lead a
         "    return 1\n")
 ANSWER = (f"Prose {HOSTILE}\n\nWide {WIDE} and more words to wrap 漢字漢字漢字漢字漢字漢字 here\n\n"
           + sr("calc.py", "    return 1\n", f"    bad = '{HOSTILE} {WIDE}'\n    return 2\n")
-          + "\n" + sr(SLUG, "x\n", "y\n") + "\nDone \x1b[5mblink\x1b[0m.\n")
+          + "\n" + sr(SLUG, "x\n", "y\n")
+          # the last words: what a narrow terminal (20x8) still shows of the conversation
+          + "\nDone \x1b]2;PWNED\x07 \x1b[5mblink\x1b[0m 漢字 e\u0301 \x1b[2J.\n")
 
 
 @pytest.fixture
@@ -73,7 +75,7 @@ def test_hostile_repository_model_and_prose_in_a_real_terminal(hostile, tmp_path
     tmux = Tmux(f"outside{w}")
     tmux.run("new-session", "-d", "-s", tmux.name, "-x", str(w), "-y", str(h),
              f"cd {root} && env -u COLUMNS -u LINES {env} {STEER} --base-url {url} --model replay "
-             f"-f calc.py -f '{SLUG}'; sleep 30")
+             f"-f $'t\\e]2;PWNED\\a.txt' -f calc.py -f '{SLUG}'; sleep 30")
     tmux.run("resize-window", "-t", tmux.name, "-x", str(w), "-y", str(h))
     try:
         title = tmux.run("display", "-p", "-t", tmux.name, "#{pane_title}")
@@ -83,6 +85,10 @@ def test_hostile_repository_model_and_prose_in_a_real_terminal(hostile, tmp_path
         tmux.keys("fix it")
         tmux.keys("Enter")
         time.sleep(1.0)
+        settled(tmux)
+        if w < 100:  # the tree is folded away: show it (Ctrl+T), names and all
+            tmux.keys("C-t")
+            time.sleep(0.3)
         before = settled(tmux)
         plain = tmux.screen()
         if w >= 160:
@@ -92,6 +98,7 @@ def test_hostile_repository_model_and_prose_in_a_real_terminal(hostile, tmp_path
             for piece in ("a\\x1b]2;PWNED\\x07b", "\\u202eevil\\u202c", "· done ·", "#1 pending",
                           f"✎ {SLUG}", "漢字テスト", "t\\x1b]2;X\\x07 [slug] ["):
                 assert piece in plain, piece
+        assert "Context: ◆ t\\x1b]2" in plain  # the first context file, even at 20 columns
         # nothing from the data reached the terminal as a sequence, nor set the title
         assert sgr_problems(before) == []
         assert tmux.run("display", "-p", "-t", tmux.name, "#{pane_title}") == title
