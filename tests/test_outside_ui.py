@@ -173,3 +173,25 @@ async def test_a_path_with_brackets_reads_as_written_in_the_changed_on_disk_toas
             assert shown_whole(app, f"Pending diff · {SLUG}")
     finally:
         await server.close()
+
+
+async def test_a_hunk_holding_invisible_characters_is_not_edited_inline(tmp_path, monkeypatch):
+    """The inline editor (a TextArea) would send them to the terminal as they are: `e` says
+    so and leaves the hunk as it is ($EDITOR shows them as the editor does)."""
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    root = init_repo(tmp_path / "r", FILES)
+    server = ChatServer(replay=ANSWER)
+    await server.start()
+    try:
+        app = app_for(root, server)
+        async with app.run_test(size=(160, 48), notifications=True) as pilot:
+            await ask(pilot, "fix it")
+            await reviewing(pilot)
+            h = app.query_one(DiffView).hunk
+            await pilot.press("e")
+            await until(pilot, lambda: shown_whole(app, f"hunk #{h.id} holds invisible characters"))
+            assert app.screen is app.main and h.state == HunkState.PENDING
+            assert obeyable(screen_lines(app)) == []
+    finally:
+        await server.close()

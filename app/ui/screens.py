@@ -34,8 +34,10 @@ class HelpScreen(ModalScreen[None]):
         table.add_column(style="dim")  # the name to rebind it by
         section = ""
         for a in sorted(ACTIONS, key=lambda a: SECTIONS.index(a.section)):
+            # cells as Text: a str cell is read as markup, and the keys come from a config file
             table.add_row(Text(a.section if a.section != section else "", style="italic"),
-                          pretty_keys(self.keys.get(a.id, "")) or "(palette)", a.help, a.id)
+                          Text(pretty_keys(self.keys.get(a.id, "")) or "(palette)"), Text(a.help),
+                          Text(a.id))
             section = a.section
         with Vertical(id="help"):
             yield Label("steer — keys", id="help-title")
