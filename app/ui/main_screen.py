@@ -66,7 +66,7 @@ GUARD = 0.8  # after the focus moved to the review on its own, letters stay text
 
 WHERE = {  # the key bar's first word: where the next key goes
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
-    "conversation": "☰ conversation",
+    "conversation": "≡ conversation",  # (not ☰: Unicode 16 made it 2 cells, older terminals draw 1)
 }
 GUARDED = "◆ review opened · letters still type for a moment"
 
