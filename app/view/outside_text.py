@@ -13,15 +13,15 @@ the app, or runs an `@click` action. So every view shows outside text through he
   as is a newline: `\\n`);
 - a lone surrogate (a file name that is not UTF-8, decoded with surrogateescape) cannot be
   written to a terminal at all: it shows as its escape too;
-- so does a character whose width no one can promise: one this Python's Unicode tables do
-  not assign (a terminal may draw it at 0, 1 or 2 cells, or drop it), one whose width
-  Unicode 16 changed (trigrams, hexagrams, counting rods: 1 cell in older terminals, 2 in
-  newer ones), an emoji skin-tone modifier (one terminal joins it to the emoji, another
-  draws it 2 cells wide) and a tag
-  character (invisible; it can carry a hidden message in ASCII's shape), and a combining
-  mark that starts the text (it has nothing to sit on: a terminal drops it, or puts it on
-  whatever cell is left of it): the layout counts the cells the terminal draws, so a full
-  repaint changes no cell;
+- on screen, so does a character whose width no one can promise: one this Python's Unicode
+  tables do not assign (a terminal may draw it at 0, 1 or 2 cells, or drop it), one whose
+  width Unicode 16 changed (trigrams, hexagrams, counting rods: 1 cell in older terminals,
+  2 in newer ones), an emoji skin-tone modifier (one terminal joins it to the emoji,
+  another draws it 2 cells wide), a tag character (invisible; it can carry a hidden
+  message in ASCII's shape), and a combining mark that starts the text (it has nothing to
+  sit on: a terminal drops it, or puts it on whatever cell is left of it): the layout
+  counts the cells the terminal draws, so a full repaint changes no cell (`terminal`, for
+  a stream with no layout, leaves them be);
 - variation selectors (U+FE0E/FE0F) are dropped from display: they only pick the text or
   emoji form of the character before them, and terminals disagree on that form's width,
   which would leave stray cells;
@@ -52,7 +52,7 @@ _WIDTH_CHANGED = "\u2630-\u2637\u268a-\u268f\u4dc0-\u4dff\U0001d300-\U0001d356\U
 _SHOWN = f"{CLASS}\ud800-\udfff{_WIDTH_CHANGED}\U0001f3fb-\U0001f3ff\U000e0000-\U000e007f"
 _ANY = re.compile(f"[{_SHOWN}\t{_SELECTORS}]")
 _ANY_IN_NAME = re.compile(f"[{_SHOWN}\t\n{_SELECTORS}]")
-_HIDDEN_OR_SELECTOR = re.compile(f"[{_SHOWN}{_SELECTORS}]")
+_HIDDEN_OR_SELECTOR = re.compile(f"[{CLASS}\ud800-\udfff{_SELECTORS}]")
 
 
 def escape(ch: str) -> str:
