@@ -143,10 +143,12 @@ async def test_a_queued_message_is_shown_as_typed_and_never_read_as_markup(demo)
             await until(pilot, lambda: shown_whole(app, "⏳ drop the [/] token")
                         and shown_whole(app, "⏳ fix arr[i] bounds"), timeout=5)
             # the answer streaming meanwhile is not cut off, and the follow-ups run after it
-            await until(pilot, lambda: len(app.session.turns) == 2, timeout=20)
+            await until(pilot, lambda: len(app.session.turns) == 3 and not app.session.streaming,
+                        timeout=20)
             first = app.session.turns[0]
             assert first.state == "done" and "".join(first.chunks) == CALC_ANSWER
-            assert app.session.turns[1].instruction == "drop the [/] token"
+            assert [t.instruction for t in app.session.turns[1:]] == ["drop the [/] token",
+                                                                      "fix arr[i] bounds"]
             assert app.is_running
     finally:
         await server.close()
