@@ -12,7 +12,12 @@ Steps:
   {"plan": [[content, status], ...]}
   {"tool": {"id", "title", "kind", "path", "old", "new", "status"}}  tool_call with diff content
   {"update": {"id", "status", "path", "old", "new"}}                 tool_call_update
-  {"permission": {"id", "title"}}     session/request_permission (allow once / reject once)
+  {"permission": {"id", "title", "options"}}  session/request_permission (allow once / reject
+                                     once, or "options": [[id, name, kind], ...])
+  {"hostile": text}                  every title an agent writes, set to `text` (a file, model
+                                     or agent cannot be trusted): a thought, a plan entry, a
+                                     tool call, then a permission request whose title and
+                                     options carry it, then a message
   {"read": {"path", "line", "limit"}} fs/read_text_file
   {"write": {"path", "content"}}      fs/write_text_file (waits for steer's answer)
   {"edit": {"path", "old", "new"}}    as Claude Code's Edit: read, replace, announce, write
@@ -140,8 +145,9 @@ class ScriptedAgent:
                                                              content=self.diff(a)))
 
     async def do_permission(self, sid: str, a: dict[str, Any]) -> None:
-        options = [PermissionOption(option_id="yes", name="Allow once", kind="allow_once"),
-                   PermissionOption(option_id="no", name="Reject", kind="reject_once")]
+        options = [PermissionOption(option_id=i, name=n, kind=k) for i, n, k in a["options"]] if (
+            "options" in a) else [PermissionOption(option_id="yes", name="Allow once", kind="allow_once"),
+                                  PermissionOption(option_id="no", name="Reject", kind="reject_once")]
         tool = ToolCallUpdate(tool_call_id=a["id"], title=a.get("title"), kind=a.get("kind"),
                               content=self.diff(a))
         resp = await self.conn.request_permission(session_id=sid, tool_call=tool, options=options)
@@ -171,6 +177,15 @@ class ScriptedAgent:
             return
         await self.do_tool(sid, {"id": a.get("id", "edit"), "path": a["path"], "old": a["old"], "new": a["new"]})
         await self.do_write(sid, {"path": a["path"], "content": text.replace(a["old"], a["new"], 1)})
+
+    async def do_hostile(self, sid: str, text: str) -> None:
+        await self.do_think(sid, f"thinking {text}")
+        await self.do_plan(sid, [[f"plan {text}", "in_progress"]])
+        await self.do_tool(sid, {"id": "h1", "title": f"tool {text}", "kind": "read",
+                                 "status": "completed"})
+        await self.do_permission(sid, {"id": "h2", "title": f"ask {text}", "options": [
+            ["yes", f"allow {text}", "allow_once"], ["no", f"reject {text}", "reject_once"]]})
+        await self.do_say(sid, f"said {text}")
 
     async def do_junk(self, sid: str, text: str) -> None:
         os.write(1, text.encode() + b"\n")

@@ -250,7 +250,8 @@ def main(argv: list[str]) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"steer serve: binding {args.host}: other machines can connect (the token still "
               "applies)", file=sys.stderr)
-    replay = open(args.replay, encoding="utf-8").read() if args.replay else None
+    # newline="": the answer exactly as recorded (a bare CR is the model's, not a line end)
+    replay = open(args.replay, encoding="utf-8", newline="").read() if args.replay else None
     server = ChatServer(replay=replay, rate=args.rate, model_path=args.model_path, host=args.host,
                         port=args.port,
                         # the token guards the model; a replay serves a file given here (tests)

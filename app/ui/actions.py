@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from textual.binding import Binding
 
-Scope = Literal["screen", "diff", "prompt", "tree", "queue"]
+Scope = Literal["app", "screen", "diff", "prompt", "tree", "queue"]
 
 
 class State(Protocol):
@@ -60,7 +60,8 @@ WHEN: dict[str, Callable[[State], bool]] = {
 class Action:
     id: str  # binding id: the name in the config's [keys] table and the help screen
     keys: str  # default keys, Textual syntax ("j,down"); "" for palette-only actions
-    scope: Scope  # the widget whose bindings carry it ("screen": anywhere)
+    scope: Scope  # the widget whose bindings carry it ("screen": the main screen; "app"
+    # with priority: every screen, dialogs included, unless a focused input takes the key)
     run: str  # the Textual action ("screen.accept_hunk" runs on the main screen)
     label: str  # footer label
     help: str  # help screen text
@@ -177,8 +178,8 @@ ACTIONS: tuple[Action, ...] = (
            "App", "Rewind to before a turn", when="idle", show=False),
     Action("theme", "t", "screen", "app.next_theme", "Theme", "next theme (remembered)", "App",
            "Next theme", show=False),
-    Action("help", "f1,question_mark", "screen", "app.help", "Help", "this help: every key",
-           "App", "Keys", bar=0),
+    Action("help", "f1,question_mark", "app", "app.help", "Help", "this help: every key (F1 "
+           "also from a dialog; closing it goes back there)", "App", "Keys", priority=True, bar=0),
     Action("command_palette", "ctrl+p", "screen", "app.command_palette", "Palette",
            "every command, searchable", "App", show=False),
     Action("quit", "ctrl+q", "screen", "app.quit", "Quit", "quit (asks first while hunks are "

@@ -18,15 +18,17 @@ from app.core.workspace import Workspace
 from app.ui import actions, compat
 from app.ui.main_screen import MainScreen
 from app.ui.palette import Entry, SteerCommands, textual_extras
+from app.ui.plain_toasts import PlainToasts
 from app.ui.screens import ConfirmScreen, HelpScreen
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
+from app.view import outside_text
 from app.view.welcome import ModelFacts, welcome
 
 
-class SteerApp(App):
+class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts.py
     CSS_PATH = str(stylesheet())
     TITLE = "steer"
-    BINDINGS = []  # every binding comes from the action table (app/ui/actions.py)
+    BINDINGS = actions.bindings("app")  # every binding comes from the action table (app/ui/actions.py)
     COMMANDS = {SteerCommands}  # the palette: the action table's entries, with their keys
 
     def __init__(self, root: Path, provider: Provider, settings: Settings | None = None, *,
@@ -99,7 +101,12 @@ class SteerApp(App):
             callback=answered)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.key_names))
+        """The help, over whatever is open (a dialog too: closing the help goes back to it,
+        the focus where it was); from the help itself, the key closes it."""
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+        else:
+            self.push_screen(HelpScreen(self.key_names))
 
     def action_next_theme(self) -> None:
         names = self.theme_names
@@ -117,7 +124,7 @@ class SteerApp(App):
             for a, run in screen.palette_actions():
                 yield Entry(a.palette or a.label, a.help, run, actions.pretty_keys(keys.get(a.id, "")))
         for name in self.theme_names:
-            yield Entry(f"Theme: {name}", "switch to this theme (remembered)",
+            yield Entry(f"Theme: {outside_text.name(name)}", "switch to this theme (remembered)",
                         lambda n=name: setattr(self, "theme", n))
         yield from textual_extras(super().get_system_commands(screen))
 

@@ -1,6 +1,11 @@
 """Commit what is staged, with a message the user types or the model proposes (shown here
 for editing first). Hooks run as git runs them; a failing hook's own words are shown here,
-and nothing is lost: the message stays for another try."""
+and nothing is lost: the message stays for another try.
+
+The staged paths, a hook's output and the model's proposal are outside text: shown through
+app/view/outside_text.py, never as markup. A proposal's hidden characters are written into
+the message as their escapes (`\\x1b`): a commit message is no place for a control sequence,
+and the editor would send it to the terminal as it is."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from textual.widgets import Label, Static, TextArea
 from app.core.commit_message import ProposalFailed
 from app.core.provider import Provider
 from app.core.sync import Sync
+from app.view.outside_text import terminal, to_text
 
 
 class CommitScreen(ModalScreen[str | None]):
@@ -32,8 +38,8 @@ class CommitScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         files = ", ".join(self.staged) if self.staged else "what is staged"
         with Vertical(id="commit"):
-            yield Label(f"Commit {files} — Ctrl+S commits, Ctrl+G asks the model for a message, "
-                        "Esc cancels", id="commit-title")
+            yield Label(to_text(f"Commit {files} — Ctrl+S commits, Ctrl+G asks the model for a "
+                                "message, Esc cancels", tabs=None), id="commit-title")
             yield TextArea("", id="commit-message")
             yield Static("", id="commit-result")
 
@@ -41,7 +47,7 @@ class CommitScreen(ModalScreen[str | None]):
         self.query_one(TextArea).focus()
 
     def _say(self, text: str) -> None:
-        self.query_one("#commit-result", Static).update(text)
+        self.query_one("#commit-result", Static).update(to_text(text))
 
     @work(exclusive=True, group="commit")
     async def action_propose(self) -> None:
@@ -51,7 +57,7 @@ class CommitScreen(ModalScreen[str | None]):
         except ProposalFailed as exc:
             self._say(f"no message proposed: {exc}")
             return
-        self.query_one(TextArea).text = message
+        self.query_one(TextArea).text = terminal(message, dim=False)
         self._say("proposed: edit it as you like, then Ctrl+S")
 
     @work(exclusive=True, group="commit")

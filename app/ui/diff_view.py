@@ -3,20 +3,17 @@
 Rows come from core.layout (cached per hunk, extended while a hunk streams); each visible row
 becomes a Strip cached under everything that decides its look, so a frame re-renders only
 rows that changed. Complete hunks are syntax-highlighted with pygments; streaming ones are
-shown plain until they complete.
+shown plain until they complete. Every text a row shows (a path, a line of a file, a note)
+is outside text: it goes through app/view/outside_text.py (escapes for what a terminal would
+obey, tabs expanded), which costs a clean line one regex search.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from functools import lru_cache
 
-from pygments.lexers import get_lexer_for_filename
-from pygments.util import ClassNotFound
 from rich.segment import Segment
 from rich.style import Style
-from rich.syntax import PygmentsSyntaxTheme
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
@@ -30,7 +27,9 @@ from app.core.review import line_rows
 from app.ui import actions
 from app.ui.actions import bindings
 from app.ui.compat import set_virtual_size
+from app.ui.highlight import Highlighter, syntax_theme
 from app.view.layout import TAB, FileLayout, Row, shown
+from app.view.outside_text import clean, segments, visible
 
 GUTTER = 12  # "12345 12345 " old and new line numbers
 GROW = 64  # while following a streaming hunk, the scroll range grows this many rows at a time
@@ -38,66 +37,6 @@ STATE_LABEL = {
     HunkState.STREAMING: "streaming", HunkState.PENDING: "pending", HunkState.ACCEPTED: "accepted",
     HunkState.REJECTED: "rejected", HunkState.CONFLICT: "conflict", HunkState.STALE: "stale",
 }
-
-
-@lru_cache(maxsize=64)
-def _lexer(path: str):
-    try:
-        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
-    except ClassNotFound:
-        return None
-
-
-@lru_cache(maxsize=16)
-def _syntax_theme(name: str) -> PygmentsSyntaxTheme:
-    return PygmentsSyntaxTheme(name)
-
-
-class Highlighter:
-    """Syntax colours per line, cached by the line's text (a line highlights the same
-    wherever it appears). Lines are lexed one by one (~0.07 ms each, the same per line as
-    in blocks) in a worker thread: a frame never waits for pygments, it draws a line plain
-    until its colours are ready and redraws it then."""
-
-    def __init__(self, path: str, theme: str) -> None:
-        self.lexer = _lexer(path)
-        self.theme = _syntax_theme(theme)
-        self.cache: dict[str, tuple[tuple[str, Style], ...]] = {}
-        self._styles: dict[object, Style] = {}
-
-    def tokens(self, text: str) -> tuple[tuple[str, Style], ...] | None:
-        """The colours of `text` if they are ready (never lexes)."""
-        if self.lexer is None or not text.strip():
-            return ((text, _PLAIN),)
-        return self.cache.get(text)
-
-    def lex(self, texts: Iterable[str]) -> None:
-        """Lex and cache (in a worker thread)."""
-        if len(self.cache) > 50_000:
-            self.cache.clear()
-        for text in texts:
-            if text in self.cache or self.lexer is None:
-                continue
-            out = []
-            for ttype, value in self.lexer.get_tokens(text):
-                value = value.replace("\n", "")
-                if value:
-                    style = self._styles.get(ttype)
-                    if style is None:
-                        style = self._styles[ttype] = Style(color=self.theme.get_style_for_token(ttype).color)
-                    out.append((value, style))
-            self.cache[text] = tuple(out)
-
-
-_PLAIN = Style()
-
-
-def warm_lexer(path: str) -> None:
-    """pygments compiles a lexer's patterns on first use (~0.3 s for Python): do it early,
-    off the event loop, rather than in the frame that shows the first complete hunk."""
-    lexer = _lexer(path)
-    if lexer is not None:
-        list(lexer.get_tokens("x = 1\n"))
 
 
 class DiffView(ScrollView, can_focus=True):
@@ -460,16 +399,17 @@ class DiffView(ScrollView, can_focus=True):
         base = self._style("")
         kind = row.kind
         if kind == "file":
-            return Strip([Segment(f" {row.text}", self._style("file"))]).extend_cell_length(width, self._style("file"))
+            style = self._style("file")
+            return Strip(_line(f" {row.text}", style, one_line=True)).crop_extend(0, width, style)
         if kind == "note":
             if row.hunk is not None:  # a hunk's own note, under its header
                 style = self._style(row.hunk.state.value)
-                return Strip([Segment(" " * (GUTTER + 2), base), Segment(f"↳ {row.text}", style)]
+                return Strip([Segment(" " * (GUTTER + 2), base), *_line(f"↳ {row.text}", style, one_line=True)]
                              ).crop_extend(0, width, base)
-            return Strip([Segment(f" {row.text}", self._style("note"))]).extend_cell_length(width, base)
+            return Strip(_line(f" {row.text}", self._style("note"), one_line=True)).crop_extend(0, width, base)
         if kind == "gap":
             text = f"{'':>{GUTTER}}   ⋯ {row.text}"
-            return Strip([Segment(text, self._style("gap"))]).extend_cell_length(width, base)
+            return Strip(_line(text, self._style("gap"))).crop_extend(0, width, base)
         h = row.hunk
         bar = Segment("▌" if current else " ", self._style("cursor") if current else base)
         if kind == "hunk":
@@ -511,7 +451,7 @@ class DiffView(ScrollView, can_focus=True):
         if picked:
             sign = "✓"
         segs = [bar, Segment(gutter, self._style("gutter")), Segment(f"{sign} ", style)]
-        code = [Segment(row.text, style)] if rejected else self._code(row, row.text, style)
+        code = _line(row.text, style) if rejected else self._code(row, row.text, style)
         fill = style if kind in ("del", "add") and not rejected else base
         segs += self._fit(code, width - (1 + GUTTER + 2), fill)
         strip = Strip(segs).crop_extend(0, width, fill)
@@ -529,9 +469,9 @@ class DiffView(ScrollView, can_focus=True):
         return list(Strip(segs).crop_extend(0, width, fill))
 
     def _fit(self, code: list[Segment], width: int, fill: Style) -> list[Segment]:
-        """Code into `width` cells: tabs expanded as everywhere in steer, scrolled by the
+        """Code (as shown: escapes, tabs expanded) into `width` cells, scrolled by the
         horizontal offset, and an ellipsis where the line goes on past an edge."""
-        strip = Strip(expand_tabs(code))
+        strip = Strip(code)
         n, x = strip.cell_length, self.hscroll
         if width <= 2:
             return list(strip.crop_extend(0, max(0, width), fill))
@@ -546,17 +486,19 @@ class DiffView(ScrollView, can_focus=True):
     def _code(self, row: Row, text: str, style: Style) -> list[Segment]:
         h = row.hunk
         if self.path is None or (h is not None and h.state == HunkState.STREAMING):
-            return [Segment(text, style)]  # highlighted once the hunk is complete
+            return _line(text, style)  # highlighted once the hunk is complete
         hl = self._highlighter
-        if hl is None or hl.theme is not _syntax_theme(self.syntax):
+        if hl is None or hl.theme is not syntax_theme(self.syntax):
             hl = self._highlighter = Highlighter(self.path, self.syntax)
         tokens = hl.tokens(text)
         if tokens is None:
             if not self._unlit:
                 self.call_after_refresh(self._light)
             self._unlit.append(text)
-            return [Segment(text, style)]
-        return [Segment(t, style + s) for t, s in tokens]
+            return _line(text, style)
+        if clean(text):
+            return [Segment(t, style + s) for t, s in tokens]
+        return segments([(t, style + s) for t, s in tokens], tabs=TAB)
 
     def _light(self) -> None:
         """Lex the lines drawn plain in a thread, then redraw them in colour."""
@@ -582,37 +524,22 @@ class DiffView(ScrollView, can_focus=True):
         return bool(self._unlit) or self._lighting > 0
 
 
-def expand_tabs(segments: list[Segment], size: int = TAB) -> list[Segment]:
-    """Tabs to spaces across segments, by column (a tab stop depends on what came before)."""
-    if not any("\t" in seg.text for seg in segments):
-        return segments
-    out, col = [], 0
-    for seg in segments:
-        text = seg.text
-        if "\t" in text:
-            parts = []
-            for ch in text:
-                if ch == "\t":
-                    pad = size - col % size
-                    parts.append(" " * pad)
-                    col += pad
-                else:
-                    parts.append(ch)
-                    col += 1
-            text = "".join(parts)
-        else:
-            col += len(text)
-        out.append(Segment(text, seg.style))
-    return out
+def _line(text: str, style: Style, *, one_line: bool = False) -> list[Segment]:
+    """One row's outside text in one style, as shown: a line of a file with its tabs
+    expanded, or (`one_line`) a path or a message with tabs and newlines as escapes."""
+    if one_line:
+        return segments([(text, style)], tabs=None)
+    return [Segment(text, style)] if clean(text) else segments([(text, style)], tabs=TAB)
 
 
 def first_change(old: list[str], new: list[str]) -> int:
-    """The first column (tabs expanded) where the hunk's old and new lines differ."""
+    """The first column (as shown: tabs expanded, escapes) where the hunk's old and new
+    lines differ."""
     if not old or not new:
         return 0
     cols = []
     for a, b in zip(old, new, strict=False):
-        a, b = a.expandtabs(TAB), b.expandtabs(TAB)
+        a, b = visible(a, tabs=TAB), visible(b, tabs=TAB)
         i = 0
         while i < len(a) and i < len(b) and a[i] == b[i]:
             i += 1

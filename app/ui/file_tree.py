@@ -4,6 +4,9 @@ Nodes are created lazily, when their folder is expanded, so a 50,000-file reposi
 at once. Badges: git status as `git status -s` colours it (the staged letter green, the
 unstaged one in the warning colour: `M` staged, `M` modified, `MM` both; A/D/R/? / U for a
 conflict), ●n pending hunks, ◆ in the model's context, + a file the proposal creates.
+
+A file name is outside text (DESIGN rule 12): it is drawn through app/view/outside_text.py,
+never parsed as markup (Tree would read a str label as markup: `[slug]` would vanish).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from app.ui.actions import bindings
+from app.view.outside_text import to_text
 
 # badge -> theme colour, so badges read well in light and high-contrast themes too
 BADGE_COLOR = {"M": "warning", "A": "success", "+": "success", "D": "error", "R": "secondary",
@@ -32,7 +36,7 @@ class FileTree(Tree[str]):
             self.path = path
 
     def __init__(self, name: str, *, id: str | None = None) -> None:
-        super().__init__(name, data="", id=id)
+        super().__init__(to_text(name, tabs=None), data="", id=id)
         self.show_root = False
         self.guide_depth = 2
         self._dirs: dict[str, tuple[list[str], list[str]]] = {"": ([], [])}
@@ -140,18 +144,22 @@ class FileTree(Tree[str]):
         if node is not None:
             node.set_label(self._label(path))
 
+    def process_label(self, label: str | Text) -> Text:
+        """Labels are never markup: a str is shown as written (escapes and all)."""
+        return to_text(label, tabs=None) if isinstance(label, str) else label
+
     def _label(self, path: str) -> Text:
         is_dir = path.endswith("/")
         name = path.rstrip("/").rsplit("/", 1)[-1] + ("/" if is_dir else "")
         text = Text()
         if is_dir:
-            text.append(name, "bold")
+            text.append(to_text(name, "bold", tabs=None))
             if any(p.startswith(path) for p in self.pending):
                 text.append(" ●", self._color("pending", bold=True))
             return text
         staged, unstaged = ("+", "") if path in self.created else self.git.get(path, ("", ""))
         tone = "staged" if staged and not unstaged else (unstaged or staged)
-        text.append(name, self._color(tone) if (staged or unstaged) else "")
+        text.append(to_text(name, self._color(tone) if (staged or unstaged) else "", tabs=None))
         if staged or unstaged:
             text.append(" ")
             if staged:

@@ -1,6 +1,7 @@
 """One line of text that changes often (titles, the status line). A `StatusLine` (app/view/
 status.py) is fitted to the width by whole parts, so a narrow terminal never shows a word
-cut in two at its edge."""
+cut in two at its edge. What these lines carry (paths, a model's name, an error) is outside
+text: it is shown as app/view/outside_text.py's `name` shows it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
 
-from app.view.status import StatusLine
+from app.view.outside_text import name
+from app.view.status import Part, StatusLine
 
 
 class Line(Widget):
@@ -21,10 +23,11 @@ class Line(Widget):
 
     def __init__(self, text: str = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.text = text
+        self.text = _shown(text)
         self._strip: Strip | None = None
 
     def set(self, text: str) -> None:
+        text = _shown(text)
         if text != self.text:
             self.text = text
             self._strip = None
@@ -52,3 +55,12 @@ class Line(Widget):
             text = self.text.fit(width) if isinstance(self.text, StatusLine) else self.text
             self._strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
         return self._strip
+
+
+def _shown(text: str) -> str:
+    """`text` as the boundary shows a one-line label; a StatusLine keeps its parts."""
+    if isinstance(text, StatusLine):
+        if all(name(p.text) is p.text for p in text.parts):
+            return text
+        return StatusLine([Part(name(p.text), p.rank) for p in text.parts])
+    return name(text)

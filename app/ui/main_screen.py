@@ -28,6 +28,7 @@ from textual.widgets import Header, Input
 
 from app.core.diff import OPEN, HunkState, PendingDiff
 from app.core.git import FileStatus
+from app.core.invisible import found
 from app.core.journal import UndoRefused
 from app.core.prompts import fence_lang
 from app.core.review import AcceptPlan, Outcome
@@ -37,9 +38,10 @@ from app.core.workspace import Busy
 from app.ui import actions
 from app.ui.commit_screen import CommitScreen
 from app.ui.compat import FrameTickScreen, shutting_down
-from app.ui.diff_view import DiffView, warm_lexer
+from app.ui.diff_view import DiffView
 from app.ui.file_tree import FileTree
 from app.ui.gc_policy import AnswerGC
+from app.ui.highlight import warm_lexer
 from app.ui.key_bar import KeyBar
 from app.ui.line import Line
 from app.ui.permission_screen import PermissionScreen
@@ -52,6 +54,7 @@ from app.ui.stream_view import StreamView
 from app.ui.tree_fold import TreeFold
 from app.view import gitdiff
 from app.view.frames import Frame, FrameSync, Piece
+from app.view.outside_text import name
 from app.view.status import Part, StatusLine
 from app.view.welcome import Row as WelcomeRow
 
@@ -63,7 +66,7 @@ GUARD = 0.8  # after the focus moved to the review on its own, letters stay text
 
 WHERE = {  # the key bar's first word: where the next key goes
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
-    "conversation": "☰ conversation",
+    "conversation": "≡ conversation",  # (not ☰: Unicode 16 made it 2 cells, older terminals draw 1)
 }
 GUARDED = "◆ review opened · letters still type for a moment"
 
@@ -478,7 +481,8 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
 
     def _render_header(self) -> None:
         branch = f" · {self.branch}" if self.branch else ""
-        self.sub_title = f"{self.ws.root.name}{branch} · {self.session.provider.label}"
+        # the folder's and the branch's names are outside text too
+        self.sub_title = name(f"{self.ws.root.name}{branch} · {self.session.provider.label}")
 
     # -- prompt ----------------------------------------------------------------------------
     @on(Input.Changed, "#prompt")
@@ -778,6 +782,11 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
             if lines is not None:
                 await self._carry_out(review.plan_edited(h.id, lines))
                 self._advance()
+            return
+        hidden = found("\n".join(h.new))
+        if hidden:  # the inline editor would send them to the terminal as they are
+            self.notify(f"hunk #{h.id} holds invisible characters ({', '.join(hidden[:3])}): set "
+                        "$EDITOR to edit it, or decide it as it is", severity="warning", timeout=8)
             return
         self.app.push_screen(HunkEditor(h, _language(h.path)), callback=self._edited(h.id))
 

@@ -1,8 +1,12 @@
 """An agent asks before it runs a tool: its question, what the tool is, and the options it
-offers, answered with a key. The agent waits meanwhile; so does nothing else in steer."""
+offers, answered with a key. The agent waits meanwhile; so does nothing else in steer.
+
+Every word here but the key hints is the agent's: shown through app/view/outside_text.py,
+never read as markup (a title could carry `[@click=...]`, an action)."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from app.core.events import PermissionRequest
+from app.view.outside_text import to_text
 
 
 class PermissionScreen(ModalScreen[str | None]):
@@ -27,11 +32,11 @@ class PermissionScreen(ModalScreen[str | None]):
         req = self.request
         tool = req.tool
         with Vertical(id="permission"):
-            yield Label(f"The agent asks: {req.title}", id="permission-title")
+            yield Label(to_text(f"The agent asks: {req.title}", tabs=None), id="permission-title")
             kind = f" ({tool.kind})" if tool.kind else ""
-            yield Static(f"tool: {tool.title}{kind}", id="permission-tool")
-            lines = [f"  {i}  {o.name}" for i, o in enumerate(req.options, 1)]
-            yield Static("\n".join(lines), id="permission-options")
+            yield Static(to_text(f"tool: {tool.title}{kind}", tabs=None), id="permission-tool")
+            lines = [to_text(f"  {i}  {o.name}", tabs=None) for i, o in enumerate(req.options, 1)]
+            yield Static(Text("\n").join(lines), id="permission-options")
             yield Label("a number answers · Esc refuses", id="permission-foot")
 
     def on_key(self, event: events.Key) -> None:

@@ -1,6 +1,6 @@
 """The queued follow-ups: messages typed while the model streams, sent one by one as each
 answer ends. Enter puts one back in the prompt to edit (it keeps its place in the queue),
-Delete drops it."""
+Delete drops it. A message is shown as typed: never read as markup (`[/]` would end the app)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from textual.message import Message
 from textual.widgets import ListItem, ListView, Static
 
 from app.ui.actions import bindings
+from app.view.outside_text import to_text
 
 
 class QueueView(ListView):
@@ -27,7 +28,7 @@ class QueueView(ListView):
         index = self.index
         self.clear()
         for msg in messages:
-            self.append(ListItem(Static(f"⏳ {msg}")))
+            self.append(ListItem(Static(to_text(f"⏳ {msg}", tabs=None))))
         if messages:
             self.index = min(index or 0, len(messages) - 1)
 

@@ -1,19 +1,23 @@
 """Rewind: every turn is a checkpoint. The list shows each turn with the files steer wrote in
 it and after it; the user picks one and says what goes back to before it: the conversation,
 the files, or both. Redo puts back the files of the last rewind. The screen only chooses;
-the main screen carries the choice out through core (app/core/rewind.py, resume.py)."""
+the main screen carries the choice out through core (app/core/rewind.py, resume.py).
+Instructions and paths are shown through app/view/outside_text.py, never as markup."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
+
+from app.view.outside_text import to_text
 
 What = Literal["both", "files", "conversation", "redo"]
 
@@ -51,10 +55,11 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
             yield Label("Rewind to before a turn", id="rewind-title")
             options = []
             for n, instruction, files in self.checkpoints:
-                said = " ".join(instruction.split())
-                said = said if len(said) <= 60 else said[:59] + "…"
-                written = ", ".join(files) if files else "no file written since"
-                options.append(Option(f"{n + 1:>3}  {said}\n     files: {written}", id=str(n)))
+                said = to_text(" ".join(instruction.split()), tabs=None)
+                said.truncate(60, overflow="ellipsis")
+                written = to_text(", ".join(files), tabs=None) if files else "no file written since"
+                options.append(Option(Text.assemble(f"{n + 1:>3}  ", said, "\n     files: ", written),
+                                      id=str(n)))
             yield OptionList(*options, id="rewind-list")
             redo = " · r redo the last files rewind" if self.can_redo else ""
             yield Label("Enter/b both · f files only · c conversation only" + redo +

@@ -1,4 +1,6 @@
-"""Modal screens: the key help, and the inline hunk editor (used when $EDITOR is not set)."""
+"""Modal screens: the key help, the inline hunk editor (used when $EDITOR is not set), and
+questions. A path or a message in them is outside text: shown through
+app/view/outside_text.py, never as markup."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from textual.widgets import Label, Static, TextArea
 
 from app.core.diff import Hunk
 from app.ui.actions import ACTIONS, pretty_keys
+from app.view.outside_text import to_text
 
 SECTIONS = ["Prompt", "Review", "Git", "Files", "Queue", "App"]
 
@@ -31,8 +34,10 @@ class HelpScreen(ModalScreen[None]):
         table.add_column(style="dim")  # the name to rebind it by
         section = ""
         for a in sorted(ACTIONS, key=lambda a: SECTIONS.index(a.section)):
+            # cells as Text: a str cell is read as markup, and the keys come from a config file
             table.add_row(Text(a.section if a.section != section else "", style="italic"),
-                          pretty_keys(self.keys.get(a.id, "")) or "(palette)", a.help, a.id)
+                          Text(pretty_keys(self.keys.get(a.id, "")) or "(palette)"), Text(a.help),
+                          Text(a.id))
             section = a.section
         with Vertical(id="help"):
             yield Label("steer — keys", id="help-title")
@@ -55,8 +60,8 @@ class HunkEditor(ModalScreen[list[str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="editor"):
-            yield Label(f"Edit hunk #{self.hunk.id} in {self.hunk.path} — Ctrl+S accepts, Esc cancels",
-                        id="editor-title")
+            yield Label(to_text(f"Edit hunk #{self.hunk.id} in {self.hunk.path} — Ctrl+S accepts, "
+                                "Esc cancels", tabs=None), id="editor-title")
             area = TextArea("\n".join(self.hunk.new), id="editor-area", show_line_numbers=True)
             if self.language:
                 try:
@@ -85,9 +90,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield Label(self.question, id="confirm-title")
+            yield Label(to_text(self.question, tabs=None), id="confirm-title")
             if self.detail:
-                yield Static(self.detail, id="confirm-detail")
+                yield Static(to_text(self.detail), id="confirm-detail")
             yield Label("y quits · n or Esc stays", id="confirm-foot")
 
     def action_answer(self, yes: bool) -> None:
@@ -105,10 +110,11 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield Label(self.question, id="confirm-title")
-            yield Static(self.detail, id="confirm-detail")
-            yield Static("\n".join(f"  {key}  {label}" for key, label, _ in self.options))
-            yield Label("Esc: " + self.options[-1][1], id="confirm-foot")
+            yield Label(to_text(self.question, tabs=None), id="confirm-title")
+            yield Static(to_text(self.detail), id="confirm-detail")
+            yield Static(Text("\n").join(to_text(f"  {key}  {label}", tabs=None)
+                                         for key, label, _ in self.options))
+            yield Label(to_text("Esc: " + self.options[-1][1], tabs=None), id="confirm-foot")
 
     def on_key(self, event) -> None:
         for key, _label, value in self.options:

@@ -9,6 +9,11 @@ per block with rich (markdown-it underneath) rather than with Textual's Markdown
 that widget mounts a widget per block, and every mount is a layout pass of the whole screen
 (30-50 ms here), a few per second at full speed — the frame budget cannot hold with it.
 
+Every text here but steer's own words is outside text (the model's prose and raw answer, an
+agent's plan and tool titles, paths on cards, error messages): each block is drawn through
+app/view/outside_text.py, so nothing in it reaches the terminal as a control sequence or is
+read as markup, and a clean block pays one regex search for it.
+
 Before the first message the pane is not blank: it shows the welcome the screen gives it
 (`welcome`: how to ask, review and stop, which model answers), until the first block.
 """
@@ -37,6 +42,7 @@ from app.ui.welcome import STYLES as WELCOME_STYLES
 from app.ui.welcome import welcome_strips
 from app.view.cards import STYLES as CARD_STYLES
 from app.view.layout import TAB
+from app.view.outside_text import clean, for_markdown, name, segments, unmark, visible
 from app.view.welcome import Row as WelcomeRow
 
 STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-cursor", *CARD_STYLES,
@@ -194,15 +200,16 @@ class StreamView(ScrollView, can_focus=True):
     # -- content ---------------------------------------------------------------------------
     @property
     def text(self) -> str:
-        """Everything shown, as plain text (tests, and copying out)."""
+        """Everything shown, as plain text (tests, and copying out): outside text as the
+        boundary shows it (Markdown source unrendered)."""
         out = []
         for b in self._blocks:
             if b.kind == "plain":
-                out.append(b.text)
+                out.append(visible(b.text, tabs=TAB))
             elif b.kind == "card":
-                out.append(b.text)
+                out.append(name(b.text))
             elif (b.text + b.tail).strip():  # a paragraph whose tail went (to a card) is no line
-                out.append((b.text + b.tail).rstrip("\n"))
+                out.append(visible((b.text + b.tail).rstrip("\n"), tabs=TAB))
         return "\n".join(out)
 
     def clear(self) -> None:
@@ -229,25 +236,29 @@ class StreamView(ScrollView, can_focus=True):
             last.closed = True
             last = self._append(Block("plain", piece, style))
         for b in self._blocks[first:]:
-            if "\t" in b.text:  # by whole line: a tab's stop depends on the line so far
-                b.text = b.text.expandtabs(TAB)
             b.strips = None
         self._relayout(first)
 
     def write_line(self, text: str, style: str = "text") -> None:
-        """A whole line of its own (ends any partial line first)."""
+        """A whole line of its own (ends any partial line first); a newline in `text` (an
+        error's message) starts another."""
         last = self._blocks[-1] if self._blocks else None
         if last is not None and last.kind == "plain" and not last.closed and last.text:
             last.closed = True
         self._close_md()
-        self._append(Block("plain", text.expandtabs(TAB), style, closed=True))
-        self._relayout(len(self._blocks) - 1)
+        first = len(self._blocks)
+        for line in text.split("\n"):
+            self._append(Block("plain", line, style, closed=True))
+        self._relayout(first)
 
     def add_markdown(self, text: str) -> None:
         """Complete lines of the model's prose, Markdown. A blank line outside a code block
         ends a paragraph: the paragraph's block is final, the next one starts."""
-        for line in text.splitlines(keepends=True):
-            if not line.strip():
+        # lines end at "\n" only: a form feed or a bare CR is the model's text, shown as an
+        # escape, not a line break nor a blank line
+        parts = text.split("\n")
+        for line in [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else []):
+            if not line.strip(" \t\n"):
                 last = self._blocks[-1] if self._blocks else None
                 if last is None or last.kind != "md" or last.closed or not last.text.strip():
                     continue  # blank lines between blocks: the blocks are apart already
@@ -258,7 +269,7 @@ class StreamView(ScrollView, can_focus=True):
             stripped = line.strip()
             if stripped.startswith(FENCE_MARKS):
                 block.fenced = not block.fenced
-            elif not stripped and not block.fenced and block.text.strip():
+            elif not line.strip(" \t\n") and not block.fenced and block.text.strip():
                 block.closed = True
         self._relayout(self._first_md_dirty())
 
@@ -399,12 +410,20 @@ class StreamView(ScrollView, can_focus=True):
             style = base + self._style(b.style)
             if b.key == self.card_cursor:
                 style = style + self._style("card-cursor")
-            return [Strip([Segment(b.text, style)]).crop_extend(0, width, style)]
+            return [Strip(segments([(b.text, style)], tabs=None)).crop_extend(0, width, style)]
         if b.kind == "plain":
             style = base + self._style(b.style)
             line = b.text
-            return [Strip([Segment(line[s:e], style)], e - s if line.isascii() else None
-                          ).crop_extend(0, width, base) for s, e in _wrap(line, width)]
+            if clean(line):
+                return [Strip([Segment(line[s:e], style)], e - s if line.isascii() else None
+                              ).crop_extend(0, width, base) for s, e in _wrap(line, width)]
+            segs = segments([(line, style)], tabs=TAB)  # escapes dimmed, tabs expanded
+            line = "".join(seg.text for seg in segs)
+            spans = _wrap(line, width)
+            cuts = [cell_len(line[:e]) for _, e in spans]
+            cuts[-1] += 1  # (a zero-width mark at the very end stays on the last row)
+            rows = Segment.divide(segs, cuts)
+            return [Strip(row).crop_extend(0, width, base) for row in rows]
         source = (b.text + b.tail).rstrip("\n")
         if not source.strip():
             return []
@@ -416,10 +435,11 @@ class StreamView(ScrollView, can_focus=True):
     def _markdown(self, source: str, width: int, base: Style) -> list[Strip]:
         console = Console(width=width, file=io.StringIO(), force_terminal=True,
                           color_system="truecolor", theme=self._md_theme(), legacy_windows=False)
-        md = markdown(source.expandtabs(TAB), self._syntax)
+        source, marked = for_markdown(source, tabs=TAB)  # escapes as look-alikes, tabs expanded
+        md = markdown(source, self._syntax)
         lines = console.render_lines(md, console.options.update(width=width), style=base,
                                      pad=True)
-        return [Strip(line).crop_extend(0, width, base) for line in lines]
+        return [Strip(unmark(line) if marked else line).crop_extend(0, width, base) for line in lines]
 
     def _md_theme(self) -> Theme:
         if self._theme is not None:

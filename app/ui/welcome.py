@@ -6,7 +6,8 @@ Wrapped here rather than by a rich Table: a command or a path (`steer --provider
 `~/.config/steer/config.toml`) is never broken across lines unless it is wider than the
 pane, and a narrow pane (80 columns) puts the text after its label instead of in a column
 of its own, so the whole welcome fits in 24 rows. Every span is drawn as a plain segment
-(never markup), so a model's or agent's name is shown as written.
+(never markup) of the boundary's `name` (app/view/outside_text.py), so a model's or agent's
+name is shown as written, escapes and all.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from app.view.outside_text import name
 from app.view.welcome import Row
 
 STYLES = ("welcome-label", "welcome-key", "welcome-code")
@@ -86,7 +88,8 @@ def welcome_strips(rows: Sequence[Row], width: int, style: Callable[[str], Style
             continue
         label = row.label.ljust(column) if wide else row.label + "  "
         indent = 1 + (column if wide else 2)
-        lines = wrap(row.spans, width - 2 - len(label), width - 1 - indent)
+        spans = [(name(text), kind) for text, kind in row.spans]
+        lines = wrap(spans, width - 2 - len(label), width - 1 - indent)
         for i, line in enumerate(lines):
             head = [Segment(" ", base), Segment(label, label_style)] if i == 0 else [
                 Segment(" " * indent, base)]

@@ -73,7 +73,7 @@ class FileLayout:
             self._shape = shape
         if k == 0:  # from the top
             out: list[Row] = [Row("file", fd.path)]
-            out += [Row("note", msg) for msg in fd.errors]
+            out += [Row("note", line) for msg in fd.errors for line in msg.split("\n")]
             self._head = len(out)
             if not hunks:
                 out.append(Row("note", "no changes proposed for this file"))
