@@ -198,3 +198,33 @@ async def test_a_hunk_holding_invisible_characters_is_not_edited_inline(tmp_path
             assert obeyable(screen_lines(app)) == []
     finally:
         await server.close()
+
+
+async def test_the_prompt_never_offers_or_draws_a_hidden_character(tmp_path):
+    """`@t` in a repository holding `t<ESC>]2;PWNED<BEL>.txt`: the name is not offered (it
+    cannot be typed, and drawn raw it would set the window title), and a hidden character
+    that reaches the field anyway is drawn as one dimmed mark with the cursor in its cell."""
+    root = init_repo(tmp_path / "r", FILES)
+    server = ChatServer(replay=ANSWER)
+    await server.start()
+    try:
+        app = app_for(root, server)
+        async with app.run_test(size=(160, 48)) as pilot:
+            prompt = app.query_one(PromptInput)
+            await until(pilot, lambda: TITLE_NAME in prompt.files)
+            prompt.focus()
+            for ch in "@t":
+                await pilot.press(ch)
+            await pilot.pause(0.2)
+            assert prompt.completion is None or not obeyable([prompt.completion])
+            assert obeyable(screen_lines(app)) == []
+            prompt.value = "x\x1b]2;PWNED\x07y"
+            prompt.cursor_position = len(prompt.value)
+            await pilot.pause(0.1)
+            assert obeyable(screen_lines(app)) == []
+            drawn = "".join(seg.text for seg in prompt.render_line(0))
+            assert "x\ufffd]2;PWNED\ufffdy" in drawn
+            assert prompt._position_to_cell(len(prompt.value)) == len(prompt.value)  # a cell each
+            assert prompt.value == "x\x1b]2;PWNED\x07y"  # what is sent is what was there
+    finally:
+        await server.close()

@@ -15,9 +15,10 @@ from collections import Counter
 
 # as a regex class: C0 but tab and newline; DEL and C1; the bidi marks, embeddings,
 # overrides and isolates; zero-width characters, line/paragraph separators, the BOM
-# (anywhere but a file's first byte, which textfile.py strips) and interlinear annotations
+# (anywhere but a file's first byte, which textfile.py strips), interlinear annotations, and
+# the tag characters (U+E0000-E007F: invisible letters that can carry a hidden text)
 CLASS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
-         "\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb")
+         "\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f")
 HIDDEN = re.compile(f"[{CLASS}]")
 BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 

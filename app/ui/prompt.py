@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 
+from rich.cells import cell_len
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual import events
@@ -27,7 +28,7 @@ from textual.widgets.input import Selection
 
 from app.ui.actions import bindings
 from app.ui.compat import paste_text
-from app.view.outside_text import name, visible
+from app.view.outside_text import ESCAPE_STYLE, has_hidden, name, one_for_one, visible
 from app.view.pastes import Paste, Pastes, TooLarge, collapses, normalized
 
 AT_TOKEN = re.compile(r"(?:^|\s)@(\S*)$")
@@ -54,8 +55,13 @@ def fuzzy_score(query: str, path: str) -> float | None:
 
 
 def complete(query: str, files: list[str]) -> str | None:
+    """The best @path match. A name holding hidden characters (a hostile name: ESC, bidi
+    controls) is never offered: it cannot be typed, and shown raw it would reach the
+    terminal; such a file is added with `c` in the tree."""
     best, best_score = None, None
     for f in files:
+        if has_hidden(f):
+            continue
         s = fuzzy_score(query, f)
         if s is not None and (best_score is None or s > best_score):
             best, best_score = f, s
@@ -125,6 +131,26 @@ class PromptInput(Input):
         # messages sent or queued: how they were shown (value with tokens, and the pastes)
         self._forms: dict[str, tuple[str, tuple[Paste, ...]]] = {}
         self.holds_paste = False  # the prompt shows a paste token (F2 is listed)
+
+    # what the field draws: a hidden character that got into the value anyway is drawn as
+    # one dimmed mark of one cell (not its escape, which would move the cursor's cells)
+    @property
+    def _value(self) -> Text:
+        if not has_hidden(self.value):
+            return super()._value
+        shown, marks = one_for_one(self.value)
+        text = Text(shown, no_wrap=True, overflow="ignore", end="")
+        if self.highlighter is not None:
+            text = self.highlighter(text)
+        for at in marks:
+            text.stylize(ESCAPE_STYLE, at, at + 1)
+        return text
+
+    def _position_to_cell(self, position: int) -> int:
+        head = self.value[:position]
+        if not has_hidden(head):
+            return super()._position_to_cell(position)
+        return cell_len(one_for_one(head)[0].expandtabs(4))
 
     def on_key(self, event) -> None:
         if event.is_printable or event.key in ("backspace", "delete"):

@@ -300,3 +300,11 @@ def unmark(line: Iterable[Segment], escape_style: Style = ESCAPE_STYLE) -> list[
         if pos < len(text):
             out.append(Segment(text[pos:], style))
     return out
+
+
+def one_for_one(text: str, mark: str = "\ufffd") -> tuple[str, list[int]]:
+    """`text` with each hidden character (and variation selector) replaced by one `mark` of
+    one cell, character for character, and where the marks are: for an editable field,
+    whose cursor counts characters (an escape's several would move it)."""
+    marks = [m.start() for m in _HIDDEN_OR_SELECTOR.finditer(text)]
+    return _HIDDEN_OR_SELECTOR.sub(mark, text), marks
