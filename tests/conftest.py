@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from app.bench.demo import CALC
-from app.core.diff import PendingDiff
-from app.core.formats import make_parser
-from app.core.workspace import Workspace
+from app.core.disk.workspace import Workspace
+from app.core.edits.diff import PendingDiff
+from app.core.edits.formats import make_parser
 
 # `HYPOTHESIS_PROFILE=deep make test` for a long hunt; the default keeps CI quick.
 settings.register_profile("default", max_examples=150, deadline=None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from app.core.invisible import HIDDEN
+from app.core.text.invisible import HIDDEN
 
 # a name a hostile repository can hold: it sets the window title, then paints red
 TITLE_NAME = "t\x1b]2;PWNED\x07.txt"

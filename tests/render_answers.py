@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.core.linediff import Change, apply_changes, line_diff
+from app.core.text.linediff import Change, apply_changes, line_diff
 
 
 def _hits(base: list[str], block: list[str], start: int = 0) -> list[int]:

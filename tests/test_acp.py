@@ -19,12 +19,13 @@ from conftest import git, init_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.agent import AgentHost, AgentRefused
-from app.core.diff import HunkState, PendingDiff
-from app.core.journal import Journal
-from app.core.review import Review
-from app.core.session import Session
-from app.core.workspace import Workspace
+from app.core.conversation.agent import AgentHost, AgentRefused
+from app.core.conversation.review import Review
+from app.core.conversation.session import Session
+from app.core.disk.journal import Journal
+from app.core.disk.workspace import Workspace
+from app.core.edits.diff import PendingDiff
+from app.core.edits.hunks import HunkState
 from app.providers.acp import AcpAgent
 
 AGENT = Path(__file__).with_name("acp_agent.py")

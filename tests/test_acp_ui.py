@@ -11,7 +11,7 @@ from conftest import init_repo
 from pilot import SIZE, ask, until
 from test_acp import SRC, logged, script
 
-from app.core.diff import HunkState
+from app.core.edits.hunks import HunkState
 from app.providers.acp import AcpAgent
 from app.ui.app import SteerApp
 from app.ui.diff_view import DiffView

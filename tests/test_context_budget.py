@@ -10,9 +10,9 @@ from pathlib import Path
 from conftest import init_repo
 from pilot import SIZE, Rig, ask, until
 
-from app.core import context_budget as budgets
-from app.core.session import Session
-from app.core.workspace import Workspace
+from app.core.conversation import context_budget as budgets
+from app.core.conversation.session import Session
+from app.core.disk.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
 from app.ui.screens import ChoiceScreen
 

@@ -7,7 +7,7 @@ from pilot import SIZE, Rig, ask, reviewing, until
 from textual.app import App, ComposeResult
 
 from app.bench.demo import CALC_ANSWER
-from app.core.diff import HunkState
+from app.core.edits.hunks import HunkState
 from app.ui.diff_view import DiffView
 from app.ui.stream_view import StreamView
 

@@ -12,13 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
 
-from app.core.diff import HunkState
-from app.core.formats import make_parser
-from app.core.formats.events import EditBegin
-from app.core.linediff import Change, apply_changes, line_diff
-from app.core.review import Review
-from app.core.textfile import decode
-from app.core.workspace import Workspace
+from app.core.conversation.review import Review
+from app.core.disk.workspace import Workspace
+from app.core.edits.formats import make_parser
+from app.core.edits.formats.events import EditBegin
+from app.core.edits.hunks import HunkState
+from app.core.text.linediff import Change, apply_changes, line_diff
+from app.core.text.textfile import decode
 
 # Lines from a small alphabet so that texts repeat themselves (ambiguity is the hard part),
 # but never look like format markers (the formats cannot express those lines).

@@ -12,7 +12,7 @@ from textual.command import CommandList, CommandPalette
 
 from app.bench.demo import CALC_ANSWER
 from app.config import Settings
-from app.core.diff import HunkState
+from app.core.edits.hunks import HunkState
 from app.providers.acp import AcpAgent
 from app.providers.local_serve import ServedLocal
 from app.providers.openai_chat import OpenAIChat

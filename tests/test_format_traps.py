@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
 
-from app.core.review import Review
-from app.core.textfile import decode
-from app.core.workspace import Workspace
+from app.core.conversation.review import Review
+from app.core.disk.workspace import Workspace
+from app.core.text.textfile import decode
 
 PROSE = st.sampled_from(["Intro", "", "text", "- item", "Title", "x = 1"])
 TAGGED = st.builds(lambda lang, body: [f"```{lang}", *body, "```"],

@@ -1,4 +1,4 @@
-"""Whole-file answers that are not whole (app/core/formats/fragments.py): a fragment replaces
+"""Whole-file answers that are not whole (app/core/edits/formats/fragments.py): a fragment replaces
 its region, lazy markers keep the lines they stand for, and a deletion that may not be meant
 is flagged and left out of bulk accepts. Property tests: a fragment of any file never turns
 into a deletion of the rest."""
@@ -12,11 +12,11 @@ from conftest import stream
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from app.core.diff import HunkState
-from app.core.formats.fragments import asks_removal, markers, read_whole
-from app.core.review import Review
-from app.core.textfile import decode
-from app.core.workspace import Workspace
+from app.core.conversation.review import Review
+from app.core.disk.workspace import Workspace
+from app.core.edits.formats.fragments import asks_removal, markers, read_whole
+from app.core.edits.hunks import HunkState
+from app.core.text.textfile import decode
 
 HELLO = ('def greet(name):\n    return f"Hello, {name}!"\n\n\nif __name__ == "__main__":\n'
          '    print(greet("world"))\n')

@@ -9,9 +9,9 @@ import random
 import pytest
 
 from app.bench.demo import CALC_ANSWER, SUB_ANSWER
-from app.core.diff import HunkState
-from app.core.session import Session
-from app.core.workspace import Workspace
+from app.core.conversation.session import Session
+from app.core.disk.workspace import Workspace
+from app.core.edits.hunks import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.server.generation import Faults, split_tokens
@@ -295,7 +295,7 @@ def test_every_card_style_is_one_the_pane_draws():
     pane defines (an unknown one would crash the frame)."""
     from itertools import combinations
 
-    from app.core.diff import Card, Hunk
+    from app.core.edits.hunks import Card, Hunk
     from app.ui.stream_view import STYLES
     from app.view.cards import card_text
 

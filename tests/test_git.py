@@ -1,4 +1,4 @@
-"""app/core/git.py against real repositories in temp dirs: status with staged and unstaged
+"""app/core/git/repository.py against real repositories in temp dirs: status with staged and unstaged
 apart, the branch (also detached, unborn, in a linked worktree), HEAD and index diffs,
 staging exactly the accepted hunks (checked with `git diff --cached` byte for byte while
 the user has other unstaged changes in the same file), commits with real hooks, and the
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import SRC, git, init_repo, sr, stream
 
-from app.core import repo as repo_mod
-from app.core.diff import HunkState
-from app.core.git import GitRepo, find_root
-from app.core.review import Review
-from app.core.workspace import Workspace
+from app.core.conversation.review import Review
+from app.core.disk.workspace import Workspace
+from app.core.edits.hunks import HunkState
+from app.core.git import files as repo_mod
+from app.core.git.repository import GitRepo, find_root
 
 
 def gitb(cwd: Path, *args: str) -> bytes:
@@ -300,7 +300,7 @@ def test_the_accepted_states_are_what_is_staged(root):
 
 # -- a commit message proposed by the model -------------------------------------------------------
 async def test_the_model_proposes_a_message_from_the_staged_diff(root):
-    from app.core.commit_message import propose
+    from app.core.git.commit_message import propose
     from app.providers.openai_chat import OpenAIChat
     from app.server.chat_server import ChatServer
 
@@ -324,7 +324,7 @@ async def test_the_model_proposes_a_message_from_the_staged_diff(root):
 
 
 async def test_a_failing_back_end_says_why(root):
-    from app.core.commit_message import ProposalFailed, propose
+    from app.core.git.commit_message import ProposalFailed, propose
     from app.providers.openai_chat import OpenAIChat
     from app.server.chat_server import ChatServer
     from app.server.generation import Faults
@@ -343,7 +343,7 @@ async def test_a_failing_back_end_says_why(root):
 
 
 def test_tidy_gives_git_shape():
-    from app.core.commit_message import tidy
+    from app.core.git.commit_message import tidy
 
     assert tidy('"Fix the parser"') == "Fix the parser"
     long = "Make the thing that does the other thing do it a great deal faster than before today"

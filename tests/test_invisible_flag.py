@@ -1,5 +1,5 @@
 """A hunk that adds invisible characters (bidi controls, zero-width characters, terminal
-controls: app/core/invisible.py) is flagged like a large deletion, in every edit format and
+controls: app/core/text/invisible.py) is flagged like a large deletion, in every edit format and
 for an ACP agent's edits: Accept all and `steer run --accept all` leave it, a deliberate
 accept takes it. Lines that only keep the invisible characters they had are not flagged."""
 
@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 from render_answers import RENDERERS
 from test_cli import run_args, served, steer
 
-from app.core.agent import AgentHost
-from app.core.diff import HunkState, PendingDiff
-from app.core.invisible import HIDDEN, code_point
-from app.core.journal import Journal
-from app.core.review import Review
-from app.core.textfile import decode
-from app.core.workspace import Workspace
+from app.core.conversation.agent import AgentHost
+from app.core.conversation.review import Review
+from app.core.disk.journal import Journal
+from app.core.disk.workspace import Workspace
+from app.core.edits.diff import PendingDiff
+from app.core.edits.hunks import HunkState
+from app.core.text.invisible import HIDDEN, code_point
+from app.core.text.textfile import decode
 
 # what a hostile file, answer or agent would slip into code (no NUL: that makes a file
 # binary; no CR: that is a line ending)

@@ -9,7 +9,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.core.invisible import HIDDEN, found, warning
+from app.core.text.invisible import HIDDEN, found, warning
 from app.view.outside_text import escape, has_hidden, name, terminal, to_text, visible
 
 HOSTILE = "t\x1b]2;PWNED\x07 red\x1b[31mX \x1b[2J \x9b31m \u202eevil\u202c \u200bzw \ufeffbom [/] [@click=app.quit]x[/]"

@@ -11,7 +11,7 @@ from outside import HOSTILE, RED_NAME, SLUG, TITLE_NAME, WIDE, obeyable, screen_
 from pilot import ask, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER
-from app.core.diff import HunkState
+from app.core.edits.hunks import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.providers.openai_responses import OpenAIResponses
 from app.server.chat_server import ChatServer

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.formats import choose, choose_format, make_parser
-from app.core.formats.events import EditBegin, EditEnd, Line, Malformed, OldEnd, Prose
+from app.core.edits.formats import choose, choose_format, make_parser
+from app.core.edits.formats.events import EditBegin, EditEnd, Line, Malformed, OldEnd, Prose
 from app.core.provider import Capabilities
 
 

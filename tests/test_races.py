@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import SRC, git, init_repo, sr
 
-from app.core.journal import Journal
-from app.core.workspace import Workspace
+from app.core.disk.journal import Journal
+from app.core.disk.workspace import Workspace
 from app.server.chat_server import ServerThread
 
 HERE = Path(__file__).resolve().parents[1]

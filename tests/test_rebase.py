@@ -1,4 +1,4 @@
-"""Live rebase (app/core/rebase.py): a file with pending hunks changes on disk (editor,
+"""Live rebase (app/core/edits/rebase.py): a file with pending hunks changes on disk (editor,
 formatter, checkout) during the stream or after it, and the hunks move onto the disk 3-way.
 Real files in temp dirs, the real parser and pending diff; property tests for the
 invariants a broken rebase gets wrong (lost user lines, overlapping hunks, stale numbers)."""
@@ -14,12 +14,14 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
 
-from app.core.diff import HunkState, PendingDiff
-from app.core.formats import make_parser
-from app.core.linediff import Change, apply_changes, rebase
-from app.core.review import Review
-from app.core.textfile import decode
-from app.core.workspace import Workspace
+from app.core.conversation.review import Review
+from app.core.disk.workspace import Workspace
+from app.core.edits.diff import PendingDiff
+from app.core.edits.formats import make_parser
+from app.core.edits.hunks import HunkState
+from app.core.edits.rebase import rebase_file
+from app.core.text.linediff import Change, apply_changes, rebase
+from app.core.text.textfile import decode
 
 TWO_EDITS = sr("f.txt", "line 3\n", "line three\n") + sr("f.txt", "line 15\n", "line fifteen\n")
 
@@ -248,7 +250,7 @@ class Feed:
         self.pending.finish()
 
     def disk_changed(self, name: str = "f.txt"):
-        return self.pending.files[name].rebase(self.ws.snapshot(name))
+        return rebase_file(self.pending.files[name], self.ws.snapshot(name))
 
 
 def test_streaming_edit_elsewhere_shifts_and_keeps_streaming(ws):

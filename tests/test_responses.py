@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from conftest import init_repo
 
+from app.core.conversation.session import Session
+from app.core.disk.workspace import Workspace
 from app.core.events import Connected, Done, Error, Event, TextDelta, Usage
 from app.core.provider import Capabilities, Request
-from app.core.session import Session
-from app.core.workspace import Workspace
 from app.providers import ws_pool
 from app.providers.openai_responses import OpenAIResponses, ws_url
 from app.server.chat_server import ChatServer, ServerThread

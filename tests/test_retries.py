@@ -16,10 +16,10 @@ from email.utils import formatdate
 import pytest
 from conftest import init_repo
 
+from app.core.conversation.session import Session
+from app.core.disk.workspace import Workspace
 from app.core.events import Done, Error, Event, Retrying, TextDelta
 from app.core.provider import Provider, Request
-from app.core.session import Session
-from app.core.workspace import Workspace
 from app.providers import retry
 from app.providers.openai_chat import OpenAIChat
 from app.providers.openai_responses import OpenAIResponses

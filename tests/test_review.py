@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import SRC, init_repo, sr, stream
 
-from app.core.diff import HunkState, PendingDiff
-from app.core.formats import make_parser
-from app.core.journal import Journal, UndoRefused
-from app.core.review import Review
-from app.core.workspace import Workspace
+from app.core.conversation.review import Review
+from app.core.disk.journal import Journal, UndoRefused
+from app.core.disk.workspace import Workspace
+from app.core.edits.diff import PendingDiff
+from app.core.edits.formats import make_parser
+from app.core.edits.hunks import HunkState
 
 TWO_EDITS = sr("f.txt", "line 3\n", "line three\n") + sr("f.txt", "line 15\n", "line fifteen\n")
 
@@ -219,8 +220,8 @@ def test_journal_survives_kill_9(tmp_path):
     script = f"""
 import sys, time
 sys.path.insert(0, {str(Path(__file__).parent)!r})
-from app.core.workspace import Workspace
-from app.core.review import Review
+from app.core.disk.workspace import Workspace
+from app.core.conversation.review import Review
 from conftest import stream
 ws = Workspace({str(root)!r})
 answer = "".join("f.txt\\n<<<<<<< SEARCH\\nline %d\\n=======\\nL%d\\n>>>>>>> REPLACE\\n" % (i, i) for i in range(1, 21, 2))
@@ -357,7 +358,7 @@ def test_a_journal_written_before_two_phase_steps_still_undoes(ws):
     journal.dir.mkdir(parents=True)
     new = SRC.replace("line 2\n", "two\n").encode()
     journal._put_many([SRC.encode(), new])
-    from app.core.textfile import digest
+    from app.core.text.textfile import digest
     (ws.root / "f.txt").write_bytes(new)
     line = ('{"op":"accept","id":"old1","time":1,"label":"accept: hunks #1 in f.txt","files":'
             f'[{{"path":"f.txt","before":"{digest(SRC.encode())}","after":"{digest(new)}",'
@@ -373,7 +374,7 @@ def test_a_torn_step_is_never_skipped(ws):
     pending = stream(ws, TWO_EDITS, context=["f.txt"])
     Review(ws, pending).accept_all()
     journal = Journal.for_workspace(ws)
-    from app.core.workspace import Content
+    from app.core.disk.workspace import Content
     torn = journal.begin("accept", "torn", [("f.txt", Content(data=read(ws).encode()),
                                              Content(data=b"torn\n"))])
     assert journal.torn() == [torn.id] and journal.last_undoable().id == torn.id
@@ -395,7 +396,7 @@ def test_a_file_with_a_long_non_ascii_name_is_written_and_undone(tmp_path):
 
 def test_a_torn_step_with_a_lost_blob_does_not_wedge_later_accepts(ws):
     journal = Journal.for_workspace(ws)
-    from app.core.workspace import Content
+    from app.core.disk.workspace import Content
     torn = journal.begin("accept", "torn", [("f.txt", Content(data=SRC.encode()),
                                              Content(data=b"lost\n"))])
     for blob in journal.blobs.iterdir():

@@ -10,7 +10,7 @@ import time
 from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER
-from app.core.diff import OPEN, HunkState
+from app.core.edits.hunks import OPEN, HunkState
 from app.server.generation import Faults
 from app.ui.diff_view import DiffView
 from app.ui.prompt import PromptInput
@@ -313,8 +313,8 @@ async def test_tabs_expand_alike_everywhere_and_long_lines_show_their_change(tmp
 async def test_undo_in_the_app_reaches_an_accept_made_before_it_started(demo):
     from conftest import stream
 
-    from app.core.review import Review
-    from app.core.workspace import Workspace
+    from app.core.conversation.review import Review
+    from app.core.disk.workspace import Workspace
 
     ws = Workspace(demo)
     Review(ws, stream(ws, CALC_ANSWER, context=["calc.py"])).accept_all()  # like `steer run`

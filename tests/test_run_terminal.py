@@ -28,7 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_cli import STEER, served
 
-from app.core.invisible import HIDDEN
+from app.core.text.invisible import HIDDEN
 from app.view.outside_text import terminal_line, visible
 
 HOSTILE = ("title \x1b]2;PWNED\x07 red \x1b[31mRED\x1b[0m clear \x1b[2J c1 \x9b31m "

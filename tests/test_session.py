@@ -8,9 +8,9 @@ import asyncio
 import pytest
 
 from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
+from app.core.conversation.session import ContextError, Session
+from app.core.disk.workspace import Workspace
 from app.core.provider import Capabilities
-from app.core.session import ContextError, Session
-from app.core.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.server.generation import Faults, split_tokens

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pilot import SIZE, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
-from app.core.diff import HunkState
+from app.core.edits.hunks import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.ui.app import SteerApp

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pilot import Rig, ask, reviewing, until
 
 from app.bench.demo import CALC_ANSWER
-from app.core.diff import HunkState
+from app.core.edits.hunks import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.ui.app import SteerApp
 from app.ui.diff_view import DiffView

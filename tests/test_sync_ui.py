@@ -10,7 +10,7 @@ from conftest import git
 from pilot import SIZE, Rig, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER
-from app.core.diff import HunkState
+from app.core.edits.hunks import HunkState
 from app.ui.diff_view import DiffView
 from app.ui.file_tree import FileTree
 

@@ -12,10 +12,10 @@ import pytest
 from conftest import stream
 
 from app.bench.task import make_tasks, run, scripted_answer
-from app.core import prompts
-from app.core.formats import FORMATS
-from app.core.review import Review
-from app.core.workspace import Workspace
+from app.core.conversation import prompts
+from app.core.conversation.review import Review
+from app.core.disk.workspace import Workspace
+from app.core.edits.formats import FORMATS
 
 HELLO = ('def greet(name):\n    return f"Hello, {name}!"\n\n\nif __name__ == "__main__":\n'
          '    print(greet("world"))\n')
@@ -99,7 +99,7 @@ async def test_a_newcomers_first_request_never_proposes_deleting_unrelated_code(
     """`@hello.py add a docstring to greet` on the default model (`local`: a `steer serve`
     process): whatever it answers, no proposal deletes the file's other code (the main
     block) unflagged, and Accept all keeps it."""
-    from app.core.session import Session
+    from app.core.conversation.session import Session
     from app.providers.local_serve import ServedLocal
 
     (tmp_path / "hello.py").write_text(HELLO)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.core.textfile import MAX_BYTES, NotText, decode, encode
+from app.core.text.textfile import MAX_BYTES, NotText, decode, encode
 
 PIECE = st.sampled_from(["a", "é", "  x", "", "\t", "€", "\r", "z z"])
 EOL = st.sampled_from(["\n", "\r\n"])

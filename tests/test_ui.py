@@ -13,7 +13,7 @@ import pytest
 from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
-from app.core.diff import HunkState
+from app.core.edits.hunks import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.server.generation import Faults
 from app.ui.app import SteerApp
@@ -315,8 +315,8 @@ async def test_unthrottled_stream_renders_completely(demo, rate):
 
 async def test_the_app_completes_an_interrupted_accept_when_it_starts(demo):
     """A torn journal step (a crash between files) is completed as the app opens, and said."""
-    from app.core.journal import Journal
-    from app.core.workspace import Content, Workspace
+    from app.core.disk.journal import Journal
+    from app.core.disk.workspace import Content, Workspace
 
     ws = Workspace(demo)
     journal = Journal.for_workspace(ws)

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.core.workspace import Content, Workspace
+from app.core.disk.workspace import Content, Workspace
 
 
 def _figures(values_ns: list[int]) -> dict:

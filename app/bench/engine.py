@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from app.bench.fixtures import big_file, search_replace_answer
-from app.core.diff import PendingDiff
-from app.core.formats import make_parser
-from app.core.workspace import Workspace
+from app.core.disk.workspace import Workspace
+from app.core.edits.diff import PendingDiff
+from app.core.edits.formats import make_parser
 from app.server.generation import split_tokens
 
 

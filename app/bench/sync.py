@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 
 from app.bench.fixtures import big_file, search_replace_answer
-from app.core.diff import PendingDiff
-from app.core.formats import make_parser
-from app.core.sync import Sync
-from app.core.workspace import Workspace
+from app.core.disk.workspace import Workspace
+from app.core.edits.diff import PendingDiff
+from app.core.edits.formats import make_parser
+from app.core.git.sync import Sync
 
 
 def _pct(xs: list[float], p: float) -> float | None:

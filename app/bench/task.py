@@ -35,9 +35,9 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.core.formats import FORMATS, make_parser
-from app.core.formats.events import EditBegin, EditEnd, Line
-from app.core.linediff import line_diff
+from app.core.edits.formats import FORMATS, make_parser
+from app.core.edits.formats.events import EditBegin, EditEnd, Line
+from app.core.text.linediff import line_diff
 
 # (module, function, kind, argument): the same tasks on every run and machine with 3.11+
 TASKS: list[tuple[str, str, str, str]] = [
@@ -240,8 +240,8 @@ def _lost(task: Task, result: list[str]) -> int:
 
 
 async def _one(task: Task, provider, fmt: str, root: Path) -> dict:
-    from app.core.session import Session
-    from app.core.workspace import Workspace
+    from app.core.conversation.session import Session
+    from app.core.disk.workspace import Workspace
 
     d = root / task.name.replace(":", "_").replace(".", "_") / fmt
     d.mkdir(parents=True)

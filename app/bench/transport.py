@@ -30,10 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from app.core.conversation.session import Session
+from app.core.disk.workspace import Workspace
 from app.core.events import Done, TextDelta
 from app.core.provider import Capabilities, Request
-from app.core.session import Session
-from app.core.workspace import Workspace
 from app.providers.openai_responses import OpenAIResponses
 from app.server.chat_server import ServerThread
 

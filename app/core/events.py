@@ -65,7 +65,7 @@ class Retrying:
 class Done:
     finish_reason: str  # "stop", "length", "cancelled", "steered", "error", ...
     # figures only the server knows (llama-server, Groq and Cerebras send them); everything
-    # the client can time itself is timed once, by the turn (app.core.session.Turn)
+    # the client can time itself is timed once, by the turn (app.core.conversation.session.Turn)
     server_tokens_per_s: float | None = None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from app.config import ConfigError, Settings, key_env_of, protocol_of, resolve_provider
-from app.core.context_budget import known_window
+from app.core.conversation.context_budget import known_window
 from app.core.provider import Provider
 
 

@@ -10,11 +10,11 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from app.config import Settings, config_file_shown
-from app.core.diff import OPEN
+from app.core.conversation.resume import open_saved
+from app.core.conversation.session import Session
+from app.core.disk.workspace import Workspace
+from app.core.edits.hunks import OPEN
 from app.core.provider import Provider
-from app.core.resume import open_saved
-from app.core.session import Session
-from app.core.workspace import Workspace
 from app.ui import actions, compat
 from app.ui.main_screen import MainScreen
 from app.ui.palette import Entry, SteerCommands, textual_extras
@@ -41,7 +41,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         self.session = Session(self.ws, provider, fmt=self.settings.format,
                                max_tokens=self.settings.max_tokens,
                                temperature=self.settings.temperature)
-        # saved (app/core/sessions.py): `saving` is open_saved's choice (resume or new)
+        # saved (app/core/conversation/log.py): `saving` is open_saved's choice (resume or new)
         self.resumed = None if saving is None else open_saved(self.session, **saving)
         # the first screen teaches; a resumed session that has turns shows them instead
         first = None if self.session.turns else welcome(

@@ -16,9 +16,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
-from app.core.commit_message import ProposalFailed
+from app.core.git.commit_message import ProposalFailed
+from app.core.git.sync import Sync
 from app.core.provider import Provider
-from app.core.sync import Sync
 from app.view.outside_text import terminal, to_text
 
 

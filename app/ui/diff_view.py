@@ -22,8 +22,9 @@ from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from app.core.diff import FileDiff, Hunk, HunkState
-from app.core.review import line_rows
+from app.core.conversation.review import line_rows
+from app.core.edits.file_diff import FileDiff
+from app.core.edits.hunks import Hunk, HunkState
 from app.ui import actions
 from app.ui.actions import bindings
 from app.ui.compat import set_virtual_size

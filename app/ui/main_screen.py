@@ -26,15 +26,16 @@ from textual.css.query import NoMatches
 from textual.reactive import var
 from textual.widgets import Header, Input
 
-from app.core.diff import OPEN, HunkState, PendingDiff
-from app.core.git import FileStatus
-from app.core.invisible import found
-from app.core.journal import UndoRefused
-from app.core.prompts import fence_lang
-from app.core.review import AcceptPlan, Outcome
-from app.core.session import ContextError, Session
-from app.core.sync import Sync, SyncUpdate
-from app.core.workspace import Busy
+from app.core.conversation.prompts import fence_lang
+from app.core.conversation.review import AcceptPlan, Outcome
+from app.core.conversation.session import ContextError, Session
+from app.core.disk.journal import UndoRefused
+from app.core.disk.repo_lock import Busy
+from app.core.edits.diff import PendingDiff
+from app.core.edits.hunks import OPEN, HunkState
+from app.core.git.repository import FileStatus
+from app.core.git.sync import Sync, SyncUpdate
+from app.core.text.invisible import found
 from app.ui import actions
 from app.ui.commit_screen import CommitScreen
 from app.ui.compat import FrameTickScreen, shutting_down
@@ -435,7 +436,7 @@ class MainScreen(SessionActions, Recovery, TreeFold, FrameTickScreen):  # mixins
 
     # -- files, git, watching --------------------------------------------------------------
     async def _sync(self) -> None:
-        """The working tree and git, kept in step (app/core/sync.py): the first picture,
+        """The working tree and git, kept in step (app/core/git/sync.py): the first picture,
         then every coalesced burst of changes, whoever made them."""
         self.git_sync = await asyncio.to_thread(
             Sync.open, self.ws, lambda: self.session.pending, lock=self.session.write_lock)

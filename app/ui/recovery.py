@@ -10,7 +10,7 @@ Up recalls it), the conversation says what to do and which key sends it again, a
 
 from __future__ import annotations
 
-from app.core.session import ContextError, Turn
+from app.core.conversation.session import ContextError, Turn
 from app.ui.prompt import PromptInput
 from app.ui.screens import pretty_keys
 

@@ -1,7 +1,7 @@
 """Rewind: every turn is a checkpoint. The list shows each turn with the files steer wrote in
 it and after it; the user picks one and says what goes back to before it: the conversation,
 the files, or both. Redo puts back the files of the last rewind. The screen only chooses;
-the main screen carries the choice out through core (app/core/rewind.py, resume.py).
+the main screen carries the choice out through core (app/core/conversation/rewind.py, resume.py).
 Instructions and paths are shown through app/view/outside_text.py, never as markup."""
 
 from __future__ import annotations

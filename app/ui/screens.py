@@ -12,7 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
-from app.core.diff import Hunk
+from app.core.edits.hunks import Hunk
 from app.ui.actions import ACTIONS, pretty_keys
 from app.view.outside_text import to_text
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-from app.core import rewind
-from app.core.diff import OPEN
-from app.core.journal import UndoRefused
-from app.core.resume import rebase_onto_disk, rewind_conversation
-from app.core.sessions import SessionError
-from app.core.workspace import Busy
+from app.core.conversation import rewind
+from app.core.conversation.records import SessionError
+from app.core.conversation.resume import rebase_onto_disk, rewind_conversation
+from app.core.disk.journal import UndoRefused
+from app.core.disk.repo_lock import Busy
+from app.core.edits.hunks import OPEN
 from app.ui.diff_view import DiffView
 from app.ui.file_tree import FileTree
 from app.ui.reject_reason import RejectReason

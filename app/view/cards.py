@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.core.diff import Card, Hunk, HunkState
+from app.core.edits.hunks import Card, Hunk, HunkState
 
 _STATE = {HunkState.STREAMING: "streaming", HunkState.PENDING: "pending",
           HunkState.ACCEPTED: "accepted", HunkState.REJECTED: "rejected",

@@ -27,9 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.core.diff import OPEN, Card, HunkState, PendingDiff
+from app.core.conversation.session import Session, Turn
+from app.core.edits.diff import PendingDiff
+from app.core.edits.hunks import OPEN, Card, HunkState
 from app.core.events import PermissionRequest
-from app.core.session import Session, Turn
 from app.view.cards import card_text
 from app.view.status import answer_title, retry_line, review_line
 

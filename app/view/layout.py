@@ -11,7 +11,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from app.core.diff import FileDiff, Hunk, HunkState
+from app.core.edits.file_diff import FileDiff
+from app.core.edits.hunks import Hunk, HunkState
 
 CONTEXT = 3
 TAB = 4  # tab stops every 4 columns, in every pane

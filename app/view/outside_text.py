@@ -6,7 +6,7 @@ colours the screen, clears it, or (OSC 52) writes the clipboard; a bidi override
 read differently from what it does; a bracket read as Textual markup loses text, crashes
 the app, or runs an `@click` action. So every view shows outside text through here:
 
-- each hidden character (app/core/invisible.py: C0 and C1 controls, DEL, bidi controls,
+- each hidden character (app/core/text/invisible.py: C0 and C1 controls, DEL, bidi controls,
   zero-width characters and separators) becomes one visible escape in a single notation,
   the backslash form a programmer reads (`\\x1b`, `\\u202e`), drawn dimmed;
 - tabs expand to spaces (content) or show as `\\t` (a name, where a tab is itself suspect,
@@ -44,7 +44,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from app.core.invisible import CLASS
+from app.core.text.invisible import CLASS
 
 ESCAPE_STYLE = Style(dim=True, italic=True)
 _SELECTORS = "\ufe0e\ufe0f"

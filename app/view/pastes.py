@@ -3,7 +3,7 @@
 The prompt is one line; a paste is often many (a stack trace, a file, a log). Inserted as
 text it lost everything after its first line, and a 20,000-character line is no way to see
 what you are about to send. So a paste that holds a newline or a tab, runs over
-`COLLAPSE_AT` characters, or holds characters a terminal would obey (app/core/invisible.py)
+`COLLAPSE_AT` characters, or holds characters a terminal would obey (app/core/text/invisible.py)
 is kept aside and shown in the prompt as one token, `[pasted 20,000 chars · 312 lines]`,
 which stands for it exactly: the message sent has the pasted text, byte for byte, where its
 token is. Up to `LIMIT` characters a message (its pastes together) are kept; a paste that
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.core.invisible import HIDDEN
+from app.core.text.invisible import HIDDEN
 
 LIMIT = 1_048_576  # characters in one message's pastes together (1 MiB of ASCII)
 COLLAPSE_AT = 1_000  # a longer paste is shown as its token

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from app.core.diff import FileDiff, Hunk, PendingDiff
+from app.core.edits.diff import PendingDiff
+from app.core.edits.file_diff import FileDiff
+from app.core.edits.hunks import Hunk
 
 
 def _groups(hunks: list[Hunk], n_base: int, context: int) -> list[list[Hunk]]:

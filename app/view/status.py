@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from rich.cells import cell_len
 
-from app.core.diff import OPEN, HunkState, PendingDiff
+from app.core.conversation.session import Session, Turn
+from app.core.edits.diff import PendingDiff
+from app.core.edits.hunks import OPEN, HunkState
 from app.core.events import Retrying
 from app.core.provider import Provider
-from app.core.session import Session, Turn
 
 SEP = " · "
 

@@ -1,0 +1,40 @@
+"""`steer` and its sub-commands: (the app), run, serve, undo, sessions, rewind, web, bench,
+doctor. Each sub-command is a module of this package; what they share is in common.py."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from importlib import import_module
+
+from app.cli.common import EXIT_OK, SHOWN, shown_on_terminals
+
+# sub-command -> (module, function), imported when used: `steer run` never loads Textual
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("app.cli.run", "cmd_run"), "undo": ("app.cli.undo", "cmd_undo"),
+    "sessions": ("app.cli.sessions", "cmd_sessions"), "rewind": ("app.cli.sessions", "cmd_rewind"),
+    "doctor": ("app.cli.doctor", "cmd_doctor"), "web": ("app.cli.web", "main"),
+    "serve": ("app.server.chat_server", "main"), "bench": ("app.bench", "main"),
+}
+
+
+def command(name: str) -> Callable[[list[str]], int]:
+    module, function = COMMANDS[name]
+    return getattr(import_module(module), function)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SHOWN:
+        with shown_on_terminals():
+            return command(argv[0])(argv[1:])
+    if argv and argv[0] in COMMANDS:
+        return command(argv[0])(argv[1:])
+    if argv and argv[0] in ("-V", "--version"):
+        from app import __version__
+
+        print(f"steer {__version__}")
+        return EXIT_OK
+    from app.cli.tui import cmd_tui
+
+    return cmd_tui(argv)

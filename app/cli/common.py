@@ -1,0 +1,105 @@
+"""What the sub-commands share: exit codes, the parser that exits 2 with a short message,
+the provider flags and the settings they make, the repository root, and reporting a
+journal step."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+from app.config import PROVIDERS, ConfigError, load_settings  # noqa: F401 - ConfigError for the commands
+from app.core.edits.formats import FORMATS as EDIT_FORMATS
+
+EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_EDITS = 0, 2, 3, 4
+FORMATS = ("auto", *EDIT_FORMATS)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message short
+        self.print_usage(sys.stderr)
+        print(f"steer: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def provider_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("--provider", choices=PROVIDERS, help="back-end (default: local, or your config)")
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    g.add_argument("--model", help="model name sent to the back-end")
+    g.add_argument("--model-path", help="GGUF file for the local provider")
+    g.add_argument("--format", choices=FORMATS, help="edit format the model is asked for (default auto)")
+    g.add_argument("--max-tokens", type=int, help="cap on the answer's length")
+    g.add_argument("--temperature", type=float)
+    g.add_argument("--stall-timeout", type=float, help="seconds without data before giving up")
+    g.add_argument("--agent", metavar="COMMAND",
+                   help='run an ACP coding agent instead of a model, e.g. "codex-acp" or "gemini --acp"')
+
+
+def find_root(start: Path) -> Path:
+    """The repository's top level when `start` is inside one, else `start` itself."""
+    from app.core.git.repository import find_root as git_root
+
+    return git_root(start)
+
+
+def settings_from(args: argparse.Namespace):
+    return load_settings(provider=args.provider, base_url=args.base_url, model=args.model,
+                         model_path=args.model_path, format=args.format, max_tokens=args.max_tokens,
+                         temperature=args.temperature, stall_timeout=args.stall_timeout,
+                         agent=args.agent)
+
+
+def lenient_stdout() -> None:
+    # an answer may hold text no encoding can write (a lone surrogate): show it escaped
+    with contextlib.suppress(AttributeError, ValueError):
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
+def finish_interrupted(ws) -> bool:
+    """Complete a step this process left open (the journal's recovery); report it. True when
+    there was one."""
+    from app.core.disk.journal import Journal
+
+    try:
+        done = Journal.for_workspace(ws).recover(ws)
+    except Exception as exc:  # the next steer command completes it; say so
+        print(f"steer: the interrupted write is not complete ({exc}); any steer command that "
+              "writes, or `steer undo`, completes it", file=sys.stderr)
+        return True
+    for e in done:
+        report_step(e, "completed an interrupted step: ")
+    return bool(done)
+
+
+def report_step(entry, prefix: str = "") -> None:
+    verb = "reverted" if entry.op == "undo" else "wrote"
+    print(f"steer: {prefix}{entry.label} ({verb} {', '.join(entry.written) or 'no file'})",
+          file=sys.stderr)
+    for note in entry.notes:
+        print(f"steer: {note}", file=sys.stderr)
+
+
+# sub-commands whose output quotes outside text (answers, paths, instructions, servers'
+# errors): on a terminal it is shown, never obeyed
+SHOWN = frozenset({"run", "undo", "sessions", "rewind", "doctor"})
+
+
+@contextlib.contextmanager
+def shown_on_terminals():
+    """stdout and stderr pass the boundary for outside text while they are terminals; on a
+    pipe or a file they carry the bytes as they are (a diff stays a byte-exact patch)."""
+    from app.view.outside_text import Shown
+
+    saved = sys.stdout, sys.stderr
+    if sys.stdout.isatty():
+        sys.stdout = Shown(sys.stdout)  # type: ignore[assignment]
+    if sys.stderr.isatty():
+        sys.stderr = Shown(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+

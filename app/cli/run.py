@@ -1,0 +1,285 @@
+"""`steer run`: one instruction from the shell, its diff on stdout, the answer on stderr,
+and an exit code a script can trust."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from app.cli.common import (
+    EXIT_EDITS,
+    EXIT_OK,
+    EXIT_PROVIDER,
+    EXIT_USAGE,
+    ConfigError,
+    Parser,
+    find_root,
+    finish_interrupted,
+    lenient_stdout,
+    provider_flags,
+    settings_from,
+)
+from app.core.faults import stop_point
+
+
+# -- steer run ---------------------------------------------------------------------------------
+def _run_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="steer run", description="Run one instruction and print the resulting diff.",
+                epilog="exit codes: 0 done, 2 usage or configuration, 3 the answer failed or was "
+                       "cut short (nothing written), 4 an edit was refused or conflicted, or a "
+                       "file could not be written (the others were; see the report)")
+    p.add_argument("instruction")
+    p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH",
+                   help="add a file to the model's context (repeatable)")
+    p.add_argument("--outline", dest="outlines", action="append", default=[], metavar="PATH",
+                   help="add only a file's outline (its definitions with line numbers): for a "
+                        "file the model's context window cannot take whole (repeatable)")
+    p.add_argument("-C", dest="directory", default=".", help="work in this directory")
+    p.add_argument("--accept", choices=("all", "none"), default="none",
+                   help="write the proposal to disk (default: none, only print it)")
+    p.add_argument("--allow-read-only", action="store_true",
+                   help="let edits write files that are read-only (mode without write bits)")
+    p.add_argument("--stage", action="store_true",
+                   help="with --accept all: stage exactly the accepted hunks in git (like git add -p;"
+                        " your other changes stay unstaged)")
+    p.add_argument("--json", action="store_true", help="print a JSON report instead of the diff")
+    p.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer to stderr")
+    p.add_argument("--agent-permissions", choices=("reject", "allow"), default="reject",
+                   help="how an --agent's permission requests are answered (default: reject once)")
+    p.add_argument("--resume", metavar="ID", help="continue this saved session (steer sessions)")
+    p.add_argument("--no-save", action="store_true", help="do not save this run as a session")
+    provider_flags(p)
+    return p
+
+
+def cmd_run(argv: list[str]) -> int:
+    parser = _run_parser()
+    args = parser.parse_args(argv)
+    if args.stage and args.accept != "all":
+        parser.error("--stage stages what --accept all wrote: give both")
+    lenient_stdout()
+    from app.core.disk.workspace import Workspace
+
+    ws = Workspace(find_root(Path(args.directory).resolve()), allow_read_only=args.allow_read_only)
+    state: dict = {}
+    try:
+        return asyncio.run(_run(args, ws, state))
+    except KeyboardInterrupt:
+        if "outcome" in state:
+            print("\nsteer: interrupted after the accept; see above for what was written",
+                  file=sys.stderr)
+        elif not finish_interrupted(ws):
+            print("\nsteer: interrupted; nothing was written", file=sys.stderr)
+        return 130
+
+
+async def _run(args: argparse.Namespace, ws, state: dict) -> int:
+    from app.core.conversation.records import SessionError
+    from app.core.conversation.session import ContextError, Session
+    from app.providers.factory import build_provider
+    from app.view.live import LiveStatus
+    from app.view.outside_text import underneath
+
+    cwd = Path(args.directory).resolve()
+    try:
+        settings = settings_from(args)
+        provider = build_provider(settings, cwd=ws.root)
+    except ConfigError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    repo, refused = _open_for_staging(args, ws)
+    if refused is not None:
+        await provider.aclose()
+        return refused
+    session = None
+    try:
+        context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
+        session = Session(ws, provider, fmt=settings.format, context=context,
+                          max_tokens=settings.max_tokens, temperature=settings.temperature)
+        for f in args.outlines:
+            session.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root), outline=True)
+        budget = session.budget(args.instruction)
+        if budget.over:  # never cut silently: say what does not fit, send nothing
+            big = max(budget.files, key=budget.files.get, default="")
+            print(f"steer: the request is {budget.text()}; {big} alone is ≈{budget.files.get(big, 0):,} "
+                  f"tokens. Send its outline instead (--outline {big}), or fewer files; nothing "
+                  "was sent", file=sys.stderr)
+            await provider.aclose()
+            return EXIT_USAGE
+        if provider.capabilities.agent:
+            # the agent's writes are staged as hunks at once; --accept decides at the end
+            session.agent.write_policy = "stage"
+            session.agent.on_permission = _permission_answerer(session, args.agent_permissions)
+        # the live status writes its own sequences, and passes the answer through the boundary
+        live = LiveStatus(underneath(sys.stderr), session, enabled=not args.quiet)
+        if not args.no_save:
+            _open_session(session, args.resume)
+            live.sync.take()  # what a resumed session said before is not this run's output
+        session.start(args.instruction)
+    except (ContextError, SessionError) as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        await provider.aclose()
+        if repo is not None:
+            repo.close()
+        if session is not None and session.log is not None:
+            session.log.close()
+        return EXIT_USAGE
+    try:
+        return await _run_turn(args, ws, state, session, live, repo)
+    finally:
+        if session.log is not None:
+            session._log_lists()
+            await asyncio.to_thread(session.log.close)
+
+
+def _open_session(session, sid: str | None) -> None:
+    """Save this run (a new session, or the one it continues); say which on stderr."""
+    from app.core.conversation.resume import open_saved
+
+    resumed = open_saved(session, resume_it=sid is not None, sid=sid)
+    for msg in resumed.recovered if resumed else []:
+        print(f"steer: {msg}", file=sys.stderr)
+    print(f"steer: session {session.log.id}", file=sys.stderr)
+
+
+async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
+    from app.view.live import report
+    from app.view.render import unified
+
+    provider = session.provider
+    ticker = asyncio.create_task(live.follow())
+    try:
+        await session.wait()
+    finally:
+        ticker.cancel()
+        await provider.aclose()
+    turn = session.turn
+    assert turn is not None and session.pending is not None and session.review is not None
+    live.close()
+    pending = session.pending
+    outcome = None
+    code = EXIT_OK
+    if not turn.complete:
+        code = EXIT_PROVIDER
+        why = turn.error.message if turn.error else f"the answer ended early ({turn.finish_reason})"
+        print(f"steer: {why}; nothing was written", file=sys.stderr)
+    else:
+        if pending.errors:
+            code = EXIT_EDITS
+        if args.accept == "all":
+            stop_point("run:accepting")
+            outcome = _accept_all(session.review, ws)
+            state["outcome"] = outcome
+            if not outcome.ok:
+                code = EXIT_EDITS
+    for err in pending.errors:
+        print(f"steer: edit refused: {err.message}", file=sys.stderr)
+    for h in pending.hunks:
+        if h.warning and h.state.value == "pending":  # left out of --accept all
+            print(f"steer: left for a deliberate accept: {h.path} hunk #{h.id} at line "
+                  f"{h.base_start + 1}: {h.warning}", file=sys.stderr)
+            if outcome is not None:  # not everything proposed was written (rule 9)
+                code = code or EXIT_EDITS
+    if outcome is not None:
+        _report_accept(outcome)
+    staged = _stage(repo, pending, outcome) if repo is not None else None
+    if staged is not None and not staged.ok:
+        code = EXIT_EDITS
+    if args.json:
+        data = report(session, turn, outcome, code)
+        if session.log is not None:
+            data["session"] = session.log.id
+        if repo is not None:
+            data["staged"] = staged.staged if staged else []
+            data["stage_messages"] = staged.messages if staged else []
+        # json.dumps escapes every control character but DEL: escaped too, so the report
+        # holds none raw wherever it is printed
+        print(json.dumps(data, indent=2).replace("\x7f", "\\u007f"))
+    else:  # a byte-exact patch on a pipe; on a terminal (Shown) its escapes are shown
+        sys.stdout.write(unified(pending))
+    return code
+
+
+def _permission_answerer(session, policy: str):
+    allow = policy == "allow"
+    kinds = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+
+    def answer(req) -> None:
+        choice = next((o for kind in kinds for o in req.options if o.kind == kind), None)
+        session.agent.answer(req, choice.id if choice else None)
+        how = "allowed" if allow and choice else "rejected"
+        hint = "" if allow else " (--agent-permissions allow to allow)"
+        print(f"\nsteer: {how} the agent's request: {req.title}{hint}", file=sys.stderr)
+
+    return answer
+
+
+def _accept_all(review, ws):
+    """Accept everything; whatever goes wrong, say exactly which files were written."""
+    from app.core.conversation.review import Outcome
+
+    try:
+        return review.accept_all()
+    except Exception as exc:  # a full disk, a lock held too long, a bug: never a traceback
+        out = Outcome(messages=[f"the accept stopped: {type(exc).__name__}: {exc}"])
+        try:
+            for e in review.journal.recover(ws):
+                out.written += e.written
+                out.not_written += e.notes
+                out.recovered.append(f"completed the interrupted accept ({e.label})")
+        except Exception as again:
+            out.messages.append(f"it is not complete ({again}); any steer command that writes, "
+                                "or `steer undo`, completes it")
+        return out
+
+
+def _report_accept(out) -> None:
+    for msg in out.recovered:
+        print(f"steer: {msg}", file=sys.stderr)
+    for msg in out.messages:
+        print(f"steer: {msg}", file=sys.stderr)
+    if out.written:
+        print(f"steer: accepted {len(out.accepted)} hunk(s), wrote {', '.join(out.written)}",
+              file=sys.stderr)
+    for why in out.not_written:
+        print(f"steer: not written: {why}", file=sys.stderr)
+    if out.written and not out.ok:
+        print("steer: `steer undo` reverts the files that were written", file=sys.stderr)
+
+
+def _open_for_staging(args: argparse.Namespace, ws):
+    """(GitRepo, None) when --stage can work here, (None, exit code) when it cannot (said
+    before anything is asked or written), (None, None) without --stage."""
+    if not args.stage:
+        return None, None
+    from app.core.git.repository import NOT_A_REPO, GitRepo
+
+    repo = GitRepo.open(ws.root)
+    if repo is None:
+        print(f"steer: {NOT_A_REPO}; nothing was asked or written", file=sys.stderr)
+        return None, EXIT_USAGE
+    why = repo.refusal()
+    if why:
+        repo.close()
+        print(f"steer: {why}", file=sys.stderr)
+        return None, EXIT_EDITS
+    return repo, None
+
+
+def _stage(repo, pending, outcome):
+    """Stage what the accept wrote (nothing when it wrote nothing), then let the repo go."""
+    from app.core.git.repository import StageResult
+
+    try:
+        result = repo.stage_accepted(pending) if outcome and outcome.accepted else StageResult()
+    finally:
+        repo.close()
+    for msg in result.messages:
+        print(f"steer: {msg}", file=sys.stderr)
+    if result.staged:
+        print(f"steer: staged the accepted hunks of {', '.join(result.staged)}", file=sys.stderr)
+    return result

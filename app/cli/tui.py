@@ -1,0 +1,59 @@
+"""`steer [PATH]`: the full-screen app."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from app.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    Parser,
+    find_root,
+    provider_flags,
+    settings_from,
+)
+
+
+# -- steer [PATH]: the app ----------------------------------------------------------------------
+def cmd_tui(argv: list[str]) -> int:
+    p = Parser(prog="steer", description="Pair-program with a language model, live.",
+                epilog="sub-commands: run, serve, undo, sessions, rewind, web, bench, doctor "
+                       "(steer run --help); steer doctor checks this machine")
+    p.add_argument("path", nargs="?", default=".", help="the workspace (default: here)")
+    p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH")
+    p.add_argument("--resume", nargs="?", const="", metavar="ID",
+                   help="resume the last saved session, or this one (steer sessions lists them)")
+    p.add_argument("--session", metavar="ID", help=argparse.SUPPRESS)  # steer web: resume or new
+    p.add_argument("--no-save", action="store_true", help="do not save this session")
+    provider_flags(p)
+    args = p.parse_args(argv)
+    start = Path(args.path).resolve()
+    if not start.is_dir():
+        print(f"steer: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    root = find_root(start)
+    try:
+        settings = settings_from(args)
+        from app.providers.factory import build_provider
+
+        provider = build_provider(settings, cwd=root)
+    except ConfigError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from app.core.conversation.records import SessionError
+    from app.ui.app import SteerApp
+
+    context = [os.path.relpath((Path.cwd() / f).resolve(), root) for f in args.files]
+    saving = None if args.no_save else {"resume_it": args.resume is not None,
+                                        "sid": args.resume or args.session}
+    try:
+        app = SteerApp(root, provider, settings, context=context, saving=saving)
+    except SessionError as exc:
+        print(f"steer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    app.run()
+    return EXIT_OK

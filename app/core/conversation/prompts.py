@@ -1,0 +1,193 @@
+"""What the model is told: the edit format's rules, the files in context, the instruction,
+and (when steering) where it was interrupted and what the user decided since."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
+
+from app.core.disk.snapshot import Snapshot
+from app.core.edits.hunks import Hunk, HunkState
+
+_RULES = {
+    "apply_patch": """\
+You are a coding assistant pair-programming in the user's repository. Make the change the
+user asks for by writing a patch in the apply_patch format, and say briefly what you did.
+
+*** Begin Patch
+*** Update File: path/to/file.py
+@@ def existing_function():
+ unchanged context line
+-line to remove
++line to add
+*** Add File: path/to/new_file.py
++every line of the new file
+*** Delete File: path/to/obsolete.py
+*** End Patch
+
+Rules: paths are relative to the repository root. Give 3 lines of context around each
+change; start each chunk with @@ (optionally followed by a line to seek to). Every
+context line starts with a space, removed lines with -, added lines with +.""",
+    "search_replace": """\
+You are a coding assistant pair-programming in the user's repository. Make the change the
+user asks for with SEARCH/REPLACE blocks, and say briefly what you did.
+
+path/to/file.py
+```python
+<<<<<<< SEARCH
+exact lines copied from the file
+=======
+the lines that replace them
+>>>>>>> REPLACE
+```
+
+Rules: put the file path alone on the line before each block. The SEARCH part must match
+the file exactly, including indentation, and be just long enough to be unique. Use several
+small blocks rather than one large one. To create a file, use an empty SEARCH part.""",
+    "whole": """\
+You are a coding assistant. Change the user's file as asked. Answer with the file's path
+on a line of its own, then the complete new content of the file in one code block. If the
+file itself contains ``` lines, fence the block with ```` (four backticks).""",
+}
+
+
+def system_prompt(fmt: str) -> str:
+    """The rules for `fmt` ("auto" before a format is chosen: the longest, to be safe)."""
+    return _RULES.get(fmt) or max(_RULES.values(), key=len)
+
+
+def fence_lang(path: str) -> str:
+    ext = PurePosixPath(path).suffix.lstrip(".").lower()
+    return {"py": "python", "js": "javascript", "ts": "typescript", "rs": "rust", "md": "markdown",
+            "sh": "bash", "yml": "yaml", "rb": "ruby", "kt": "kotlin", "h": "c", "hpp": "cpp",
+            "cc": "cpp"}.get(ext, ext)
+
+
+def render_file(snap: Snapshot, outline: list[str] | None = None) -> str:
+    if outline is not None:  # too big to send whole: its definitions, with line numbers
+        return (f"{snap.path} (outline only: {len(outline)} of its {len(snap.lines)} lines; ask "
+                "for a part you need to see)\n" + "\n".join(outline))
+    body = "\n".join(snap.lines)
+    fence = "````" if "```" in body else "```"
+    return f"{snap.path}\n{fence}{fence_lang(snap.path)}\n{body}\n{fence}" if snap.lines else (
+        f"{snap.path}\n(empty file)" if snap.exists else f"{snap.path}\n(does not exist yet)")
+
+
+REJECTIONS_KEPT = 20  # earlier rejections a new change set is reminded of
+
+
+def first_message(instruction: str, files: Sequence[Snapshot],
+                  outlines: dict[str, list[str]] | None = None, *, rejected: Sequence[str] = (),
+                  interrupted: bool = False) -> str:
+    """The first request of a change set: the files, what the user rejected earlier in this
+    session (and why), and the instruction. `interrupted`: the conversation goes on after
+    an answer the user cut short."""
+    outlines = outlines or {}
+    parts = [render_file(s, outlines.get(s.path)) for s in files]
+    if rejected:
+        parts.append("Earlier in this session I rejected these proposals; do not propose them "
+                     "again:\n" + "\n".join(rejected))
+    if interrupted:
+        parts.append("I interrupted your previous answer; it stays above as far as it got.")
+    parts.append(instruction)
+    return "\n\n".join(parts)
+
+
+def _where(h: Hunk) -> str:
+    return f"{h.path} line {h.base_start + 1}" + (
+        f"-{h.base_end}" if h.base_end > h.base_start + 1 else "")
+
+
+def _gist(lines: Sequence[str], limit: int = 80) -> str:
+    text = " ⏎ ".join(t.strip() for t in lines if t.strip())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rejected_lines(hunks: Iterable[Hunk]) -> list[str]:
+    """One line per rejected hunk: where, what it proposed, and the user's reason."""
+    out = []
+    for h in hunks:
+        if h.state != HunkState.REJECTED:
+            continue
+        what = f"`{_gist(h.new)}`" if h.new else f"deleting `{_gist(h.old)}`"
+        why = f" (reason: {h.reason})" if h.reason else ""
+        out.append(f"- {_where(h)}: {what}{why}")
+    return out
+
+
+def prediction(files: Sequence[Snapshot]) -> str | None:
+    """What a whole-file answer is expected to be, for predicted outputs: each file as the
+    prompt shows it (path, fenced content), which is how the answer writes it back."""
+    shown = [render_file(s) for s in files if s.lines]
+    return "\n\n".join(shown) + "\n" if shown else None
+
+
+# a line of a file inside a ``` block: anything but a line opening with ``` (which closes it)
+_GBNF_LINE = ('line ::= ([^`\\n] [^\\n]*)? "\\n" | "`" ([^`\\n] [^\\n]*)? "\\n" '
+              '| "``" ([^`\\n] [^\\n]*)? "\\n"')
+
+
+def grammar(fmt: str, files: Sequence[Snapshot]) -> str | None:
+    """A GBNF grammar for the answer of a grammar-constrained back-end (the embedded model),
+    after its prefill: for a whole file, the file's lines, the closing fence, and nothing
+    after it: a tiny model's prose after the block is noise that costs half its tokens.
+    (Holding the block open for most of the file's lines, so that it cannot stop after the
+    lines it changed, was measured too: it made the model repeat itself to the token limit,
+    and no more answers applied exactly.) None when no grammar applies."""
+    if fmt != "whole" or len(files) != 1 or not files[0].lines:
+        return None
+    if any(t.startswith("```") for t in files[0].lines):
+        return None  # fenced with ````: a rarer shape, left free
+    return f'root ::= line+ "```" "\\n"?\n{_GBNF_LINE}\n'
+
+
+def answer_budget(files: Sequence[Snapshot]) -> int:
+    """Tokens enough for an answer that rewrites the files once, with a few lines of prose:
+    a cap for a tiny model, which may otherwise ramble on for minutes."""
+    chars = sum(len(t) + 1 for s in files for t in s.lines)
+    return 256 + chars // 2  # about two tokens for every four characters
+
+
+def prefill(fmt: str, files: Sequence[Snapshot]) -> str:
+    """Start the answer for models that need the nudge: with one file in context, a whole-
+    file answer begins with its path and an opening fence."""
+    if fmt == "whole" and len(files) == 1:
+        return f"{files[0].path}\n```{fence_lang(files[0].path)}\n"
+    return ""
+
+
+def decisions(hunks: Iterable[Hunk]) -> str:
+    """What the user decided on this change set: accepted hunks by place; rejected ones
+    with what they proposed and the user's reason, so the model does not propose them again."""
+    hunks = list(hunks)
+    accepted = [_where(h) for h in hunks if h.state == HunkState.ACCEPTED]
+    parts = []
+    if accepted:
+        parts.append(f"- accepted (already applied to the file): {', '.join(accepted)}")
+    rejected = rejected_lines(hunks)
+    if rejected:
+        parts.append("- rejected (do not propose again):\n" + "\n".join(
+            "  " + line for line in rejected))
+    return "\n".join(parts)
+
+
+def steer_message(instruction: str, hunks: Iterable[Hunk], *, interrupted: bool) -> str:
+    parts = []
+    if interrupted:
+        parts.append("I interrupted your answer above. Continue from where it stopped, "
+                     "following this new instruction; do not repeat edits you already completed.")
+    d = decisions(hunks)
+    if d:
+        parts.append("My decisions on your edits so far:\n" + d)
+    parts.append(instruction)
+    return "\n\n".join(parts)
+
+
+def retry_message(errors: Sequence[tuple[str | None, str]], files: Sequence[Snapshot]) -> str:
+    """Ask again for the edits that could not be applied, with the files as they are now."""
+    lines = [f"- {path or '(no file named)'}: {why}" for path, why in errors]
+    parts = ["These edits of yours could not be applied:", *lines]
+    if files:
+        parts.append("\nThe files as they are now:\n\n" + "\n\n".join(render_file(f) for f in files))
+    parts.append("\nRedo exactly those edits against this text; leave the others as they are.")
+    return "\n".join(parts)

@@ -1,0 +1,264 @@
+"""Starting, resuming and rewinding a saved session (the log is app/core/conversation/log.py).
+
+Resuming replays the log into a fresh Session through the code that built it: each request
+opens its turn as it did (the recorded message, the recorded bases), streamed text goes
+through the same parser into the same pending diff, live rebases run again on the disk
+snapshots they saw, and decisions are applied as they were made. The result has the same
+turns, hunk ids, states, notes and undo stack. Then, like a live rebase, every file is moved
+onto the disk as it is now, so edits the user made while steer was closed are kept, and an
+answer that a kill cut short is what it is: interrupted, with its complete hunks reviewable.
+
+Rewinding the conversation is a record in the log (it never erases what was written) and a
+replay of what stands before that turn.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from app.core.conversation.agent import AgentRefused, split
+from app.core.conversation.log import SessionLog, read_log
+from app.core.conversation.records import (
+    Accept,
+    AgentRec,
+    Base,
+    Context,
+    End,
+    Files,
+    Meta,
+    Queue,
+    Reasoning,
+    Rebase,
+    Record,
+    Reject,
+    Rewind,
+    SessionError,
+    Text,
+    TurnRec,
+    Undo,
+    fold,
+)
+from app.core.conversation.session import Session, Turn, restore_end
+from app.core.conversation.store import ReplayResolver, SessionStore, new_id
+from app.core.disk.workspace import PathRefused
+from app.core.edits import rebase
+from app.core.events import FileEdit
+from app.core.text.textfile import NotText
+
+
+@dataclass
+class Resumed:
+    id: str
+    turns: int
+    rebased: list[rebase.Rebased] = field(default_factory=list)  # files moved onto the disk
+    cut: bool = False  # the last answer was cut short by the end of the process
+    recovered: list[str] = field(default_factory=list)  # journal steps a crash left, completed
+
+    @property
+    def moved(self) -> list[str]:
+        return [r.path for r in self.rebased if r.any]
+
+
+def start(session: Session, store: SessionStore, *, branch: str | None = None,
+          sid: str | None = None) -> SessionLog:
+    """Save a new session from now on."""
+    meta = Meta(id=sid or new_id(), created=time.time(), root=str(session.ws.root),
+                branch=branch, provider=session.provider.label)
+    log = store.create(meta)
+    session.attach(log, branch=branch, created=meta.created)
+    return log
+
+
+def resume(session: Session, store: SessionStore, sid: str | None = None, *,
+           wait: float = 0.0) -> Resumed:
+    """Take over the saved session `sid` (the last one when None): complete what a crash
+    left half-done in the journal (so what a killed accept wrote is on disk), replay the
+    log, then rebase it onto the disk."""
+    sid = store.resolve(sid)
+    records, log = store.open(sid, wait)
+    try:
+        done = session.journal.recover(session.ws)
+        meta = next((r for r in records if type(r) is Meta), None)
+        cut = replay(session, records)
+        session.attach(log, branch=branch_of(session.ws.root) or (meta.branch if meta else None),
+                       created=meta.created if meta else None,
+                       forked_from=meta.forked_from if meta else None)
+        if cut is not None:  # the process ended mid-answer: that end is part of the story
+            session._record(cut)
+        moved = rebase_onto_disk(session)
+    except BaseException:
+        log.close()
+        session.log = None
+        raise
+    return Resumed(sid, len(session.turns), moved, cut is not None,
+                   [f"completed an interrupted {e.op} ({e.label})" for e in done])
+
+
+def open_saved(session: Session, *, resume_it: bool = False, sid: str | None = None,
+               store: SessionStore | None = None) -> Resumed | None:
+    """What `steer` does at start: resume `sid` (the last session when None) if asked, else
+    save a new session; a new session with a given `sid` that exists already is resumed
+    (a browser tab of `steer web`, reloaded)."""
+    store = store or SessionStore(session.ws.root)
+    if resume_it or (sid is not None and sid in store.ids()):
+        return resume(session, store, sid, wait=0.0 if resume_it else 10.0)
+    start(session, store, branch=branch_of(session.ws.root), sid=sid)
+    return None
+
+
+def branch_of(root) -> str | None:
+    from app.core.git.repository import GitRepo
+
+    repo = GitRepo.open(root)
+    if repo is None:
+        return None
+    try:
+        return repo.branch()
+    except Exception:  # a repository git cannot read now: no branch to show
+        return None
+    finally:
+        repo.close()
+
+
+def replay(session: Session, records: list[Record]) -> End | None:
+    """Rebuild the session's state from its records. Returns the End it gave an answer the
+    log left open (the process died while it streamed), else None."""
+    session._resolver = ReplayResolver(session.ws, records)
+    turn: Turn | None = None
+    cut: End | None = None
+    try:
+        for r in records:
+            t = type(r)
+            if t is Text:
+                if turn is not None and turn.live:
+                    turn.state = "streaming"
+                    session._feed(turn, r.s)
+            elif t is TurnRec:
+                if turn is not None and turn.live:
+                    cut = _end(session, turn, None)
+                turn = Turn(r.instruction, r.kind)
+                turn.steered_at = r.steered_at
+                snaps = None if r.bases is None else [b.snapshot().prepare() for b in r.bases]
+                session._open_turn(r, turn, snaps)
+                cut = None
+            elif t is End:
+                if turn is not None and turn.live:
+                    _end(session, turn, r)
+            elif t is Reasoning:
+                if turn is not None:
+                    turn.reasoning.append(r.s)
+            elif t is AgentRec:
+                _agent(session, r)
+            elif t is Rebase:
+                _rebase(session, r)
+            elif t in (Accept, Reject, Undo):
+                if session.review is not None:
+                    session.review.replay(r)
+                    if t is Accept and r.entry and r.hunks:
+                        session.accepts.append((r.turn, r.entry))
+            elif t is Queue:
+                session.queue[:] = r.items
+            elif t is Context:
+                session.context[:] = r.items
+            elif t is Files:
+                session.file_steps.append(r)
+            elif t is Base or t is Meta:
+                pass  # bases are taken by the resolver, in order
+        if turn is not None and turn.live:
+            cut = _end(session, turn, None)
+    finally:
+        session._resolver = session.ws
+        if session.pending is not None:
+            session.pending.resolver = session.ws
+    session._logged_lists = (list(session.queue), list(session.context))
+    return cut
+
+
+def _end(session: Session, turn: Turn, rec: End | None) -> End:
+    """End a replayed turn as it ended, or as interrupted when the log stops inside it."""
+    if rec is None:
+        rec = End(state="interrupted", finish_reason="cancelled", deltas=turn.deltas,
+                  elapsed=0.0)
+        rec.deltas = len(turn.chunks)
+    restore_end(turn, rec)
+    if rec.state == "interrupted":
+        session._finalize(turn, session._parser, interrupted=True)
+    else:
+        session._finalize(turn, session._parser, interrupted=False)
+        turn.state = rec.state  # type: ignore[assignment]
+    turn.ended = turn.started + rec.elapsed
+    return rec
+
+
+def _agent(session: Session, r: AgentRec) -> None:
+    pending = session.pending
+    if pending is None:
+        return
+    if r.kind == "edit":
+        session.agent.edit(FileEdit(r.path, r.old, r.new))
+        return
+    try:
+        fd = pending.file(session.agent.resolve(r.path))
+        session.agent.propose(fd, split(r.new, fd.path))
+    except (AgentRefused, PathRefused, NotText, OSError) as exc:
+        pending.error(r.path, str(exc))
+
+
+def _rebase(session: Session, r: Rebase) -> None:
+    pending = session.pending
+    fd = pending.files.get(r.path) if pending is not None else None
+    if fd is None:
+        return
+    snap = r.snap.snapshot() if r.snap is not None else None
+    if snap is not None:
+        snap.prepare()
+    rebase.apply(fd, rebase.DiskRead(r.path, snap, r.reason))
+
+
+def rebase_onto_disk(session: Session) -> list[rebase.Rebased]:
+    """Move every file of the pending diff onto the disk as it is now (recorded in the log,
+    like any live rebase)."""
+    pending = session.pending
+    if pending is None:
+        return []
+    out = []
+    for fd in list(pending.files.values()):
+        read = rebase.read_disk(session.ws, rebase.expectation(fd))
+        snap = read.snapshot
+        if snap is not None and not read.user and (not snap.exists or (
+                (fd.base.fmt, fd.base.mode) == (snap.fmt, snap.mode))):
+            if not any(h.state.value == "stale" for h in fd.hunks):
+                continue
+        out.append(rebase.apply(fd, read))
+    return out
+
+
+# -- rewinding the conversation ----------------------------------------------------------------
+def rewind_conversation(session: Session, turn: int) -> int:
+    """The conversation as it was before turn `turn` (0-based): later turns, their hunks and
+    the decisions made since are gone from the session (the log keeps them, behind a Rewind
+    record). Files are not touched: see app/core/conversation/rewind.py. Returns the turns left."""
+    log = session.log
+    if session.streaming:
+        raise SessionError("stop the answer first (Esc): a streaming turn cannot be rewound")
+    if log is None:
+        raise SessionError("this session is not saved; nothing to rewind to")
+    if not 0 <= turn < len(session.turns):
+        raise SessionError(f"no turn {turn + 1} (the session has {len(session.turns)})")
+    log.append(Rewind(turn=turn))
+    if not log.flush():
+        raise SessionError("the session log could not be written; nothing was rewound")
+    records, _ = read_log(log.path)
+    session.reset()
+    session.log = None
+    cut = replay(session, fold(records))
+    session.log = log
+    session._resolver = session._recording_resolver()
+    if session.pending is not None:
+        session.pending.resolver = session._resolver
+    if cut is not None:
+        session._record(cut)
+    rebase_onto_disk(session)
+    log.summary(session.info())
+    return len(session.turns)

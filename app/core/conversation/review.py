@@ -1,0 +1,585 @@
+"""Deciding on hunks: accept (whole, by file, everything, or chosen lines), reject, undo.
+
+An accept is the only thing that writes to the working tree. It rebases the chosen hunks
+onto what is on disk now (3-way, against what steer expects to be there: the base plus
+hunks already accepted), so a change the user made meanwhile is never overwritten: a hunk
+whose region was touched becomes `conflict` and is not written. The writes themselves are
+compare-and-swaps under the repository lock (Workspace.swap, Journal.perform): a save that
+lands after the plan is seen at the swap, and the file is rebased again onto it (or its
+hunks become conflicts), and the journal records the bytes actually replaced.
+
+Between accepts, a live rebase (app/core/edits/rebase.py, driven by app/core/git/sync.py) keeps the
+hunks on top of the disk. A conflict it finds holds both sides and is resolved on purpose:
+take mine (keep the disk), take theirs (write the proposal), or edit; a plain accept of a
+conflict, and every bulk accept, leaves it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from app.core.conversation.records import Accept, Reject, Undo
+from app.core.disk.journal import Entry, Journal, StepFailed, UndoRefused, Write, reason
+from app.core.disk.repo_lock import Busy
+from app.core.disk.workspace import ABSENT, Content, PathRefused, Workspace
+from app.core.edits import rebase as live
+from app.core.edits.diff import PendingDiff
+from app.core.edits.file_diff import FileDiff
+from app.core.edits.hunks import OPEN, Hunk, HunkState
+from app.core.text.linediff import Change, line_diff, rebase
+from app.core.text.textfile import NotText, TextFormat, decode, encode
+
+
+@dataclass
+class Outcome:
+    accepted: list[int] = field(default_factory=list)
+    rejected: list[int] = field(default_factory=list)
+    conflicts: list[int] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # files changed on disk
+    not_written: list[str] = field(default_factory=list)  # "path ...: why", one per file
+    messages: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)  # interrupted steps completed first
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts and not self.messages and not self.not_written
+
+
+@dataclass(eq=False)
+class FileMerge:
+    """How one file's chosen hunks go onto whatever the disk holds: 3-way against what steer
+    expects there. Plain data taken at plan time, so that it can run again in the writer's
+    thread when the file turns out to have changed."""
+
+    path: str
+    base_exists: bool
+    base_fmt: TextFormat
+    expected: list[str]
+    hunks: list[tuple[Hunk, list[str]]]  # hunk, the lines it writes
+    edits: list[Change]  # aligned with hunks, in `expected` coordinates
+    others_accepted: bool  # every other hunk of the file is accepted already
+    deleted: bool  # the proposal deletes the file
+    carrier: Write | None = None  # the write that carries these hunks
+    bad: dict[int, str] = field(default_factory=dict)  # hunk index -> why it cannot go
+
+    def onto(self, found: Content) -> Content | None:
+        """The content to write over `found`; None when no hunk can go. Sets `bad`."""
+        self.bad = {}
+        every = range(len(self.hunks))
+        if found.link is not None or found.special is not None:
+            return self._fail(every, f"{self.path} is now {found.describe()}")
+        if self.base_exists and found.data is None:
+            return self._fail(every, f"{self.path} was deleted on disk since the request")
+        lines, fmt = [], self.base_fmt
+        if found.data is not None:
+            try:
+                lines, fmt = decode(found.data, self.path)
+            except NotText as exc:
+                return self._fail(every, str(exc))
+            if not self.base_exists and lines != self.expected:
+                return self._fail(every, f"{self.path} was created on disk since the request")
+        for i, e in enumerate(self.edits):
+            try:
+                "\n".join(e.lines).encode(fmt.encoding)
+            except UnicodeEncodeError as exc:
+                self.bad[i] = (f"the answer has text that cannot be written as {fmt.encoding} "
+                               f"({exc.reason}: {exc.object[exc.start:exc.end]!r})")
+        keep = [i for i in every if i not in self.bad]
+        merged, clash = rebase(self.expected, lines, [self.edits[i] for i in keep])
+        for k in clash:  # `merged` holds the others only
+            self.bad[keep[k]] = "the lines changed on disk since the request"
+        if len(self.bad) == len(self.hunks):
+            return None
+        if self.deleted and not merged and self.others_accepted and not self.bad:
+            return ABSENT
+        return Content(data=encode(merged, fmt, lines if found.data is not None else None),
+                       mode=found.mode)
+
+    def _fail(self, which: Iterable[int], why: str) -> None:
+        for i in which:
+            self.bad[i] = why
+        return None
+
+    def drop_bad(self) -> list[tuple[Hunk, str]]:
+        """Take the hunks that cannot go out of the merge; returns them with the reason."""
+        gone = [(self.hunks[i][0], why) for i, why in sorted(self.bad.items())]
+        if gone:
+            self.hunks = [h for i, h in enumerate(self.hunks) if i not in self.bad]
+            self.edits = [e for i, e in enumerate(self.edits) if i not in self.bad]
+            self.others_accepted = False
+            self.bad = {}
+        return gone
+
+
+@dataclass
+class AcceptPlan:
+    label: str
+    writes: list[Write]
+    merges: list[FileMerge]
+    outcome: Outcome
+    entry_id: str | None = None  # set once journaled and written
+    recovered: list[Entry] = field(default_factory=list)  # steps a crash left, completed first
+    how: str = ""  # "lines" (picked rows) or "edited": how the written lines were chosen
+
+    @property
+    def decided(self) -> list[tuple[Hunk, list[str]]]:
+        return [hl for m in self.merges for hl in m.hunks]
+
+
+@dataclass
+class _Tx:
+    entry_id: str
+    hunks: list[tuple[Hunk, HunkState, list[str] | None, str]]  # hunk, state, applied, note
+
+
+def line_rows(h: Hunk) -> list[tuple[str, str]]:
+    """A hunk's lines in display order: removed lines, then added lines."""
+    return [("-", t) for t in h.old] + [("+", t) for t in h.new]
+
+
+def written_note(h: Hunk, applied: list[str], how: str) -> str:
+    """What an accept wrote, when it is not the hunk as proposed: counts a reader can check
+    against the rows on screen."""
+    regions = line_diff(h.old, applied)
+    added = sum(b2 - b1 for _, _, b1, b2 in regions)
+    removed = sum(a2 - a1 for a1, a2, _, _ in regions)
+    if how == "lines":
+        return f"partly accepted: +{added} −{removed} of +{len(h.new)} −{len(h.old)}"
+    return f"edited before accepting: +{added} −{removed} written (shown as written)"
+
+
+def pick_lines(h: Hunk, rows: Iterable[int]) -> list[str]:
+    """What a partial accept writes, as `git add -p` does: chosen '-' rows are removed, the
+    others stay; chosen '+' rows are added, the others are not."""
+    chosen = set(rows)
+    n = len(h.old)
+    kept = [t for i, t in enumerate(h.old) if i not in chosen]
+    added = [t for j, t in enumerate(h.new) if n + j in chosen]
+    return kept + added
+
+
+class Review:
+    def __init__(self, ws: Workspace, pending: PendingDiff, journal: Journal | None = None, *,
+                 lock: asyncio.Lock | None = None) -> None:
+        self.ws = ws
+        self.pending = pending
+        self.journal = journal or Journal.for_workspace(ws)
+        self._undo: list[_Tx] = []
+        # one accept or undo at a time; the session shares it with the live rebase (Sync), so
+        # a rebase never sees steer's own write half recorded
+        self._lock = lock or asyncio.Lock()
+        # called after hunks were decided (an agent's write waits for that: Session)
+        self.on_decided: Callable[[], None] | None = None
+        # each decision as a record of the session's log (app/core/conversation/log.py)
+        self.on_record: Callable[[Accept | Reject | Undo], None] | None = None
+
+    # -- choosing --------------------------------------------------------------------------
+    # plan_* prepare an accept (see `plan`); accept_* also carry it out, in one go.
+    def plan_hunks(self, ids: Iterable[int]) -> AcceptPlan:
+        return self.plan({i: None for i in ids}, "")
+
+    def plan_lines(self, hunk_id: int, rows: Iterable[int]) -> AcceptPlan:
+        h = self.pending.hunk(hunk_id)
+        plan = self.plan({hunk_id: pick_lines(h, rows)}, f"lines of hunk #{hunk_id}")
+        plan.how = "lines"
+        return plan
+
+    def plan_edited(self, hunk_id: int, lines: list[str]) -> AcceptPlan:
+        plan = self.plan({hunk_id: list(lines)}, f"edited hunk #{hunk_id}")
+        plan.how = "edited"
+        return plan
+
+    def plan_file(self, path: str) -> AcceptPlan:
+        fd = self.pending.files[path]
+        return self.plan({h.id: None for h in self._bulk(fd)}, path, moving={path})
+
+    def plan_all(self) -> AcceptPlan:
+        ids = {h.id: None for fd in self.pending.files.values() for h in self._bulk(fd)}
+        return self.plan(ids, "all", moving=set(self.pending.files))
+
+    def accept(self, ids: Iterable[int]) -> Outcome:
+        return self._run(lambda: self.plan_hunks(ids))
+
+    def accept_lines(self, hunk_id: int, rows: Iterable[int]) -> Outcome:
+        return self._run(lambda: self.plan_lines(hunk_id, rows))
+
+    def accept_edited(self, hunk_id: int, lines: list[str]) -> Outcome:
+        return self._run(lambda: self.plan_edited(hunk_id, lines))
+
+    def accept_file(self, path: str) -> Outcome:
+        return self._run(lambda: self.plan_file(path))
+
+    def accept_all(self) -> Outcome:
+        return self._run(self.plan_all)
+
+    def reject(self, ids: Iterable[int], reason: str = "") -> Outcome:
+        """Reject hunks; `reason` (one line, optional) tells the model why, in the next
+        request and in later change sets (app/core/conversation/prompts.py)."""
+        out = self._reject(ids, reason)
+        self._record(Reject(ids=out.rejected, reason=out_reason(reason)) if out.rejected else None)
+        return out
+
+    def _reject(self, ids: Iterable[int], reason: str = "") -> Outcome:
+        out = Outcome()
+        why = out_reason(reason)
+        for i in ids:
+            h = self.pending.hunk(i)
+            if h.state in OPEN:
+                h.state = HunkState.REJECTED
+                h.note = ""
+                h.reason = why
+                self.pending.files[h.path].touch(h)
+                out.rejected.append(i)
+        if out.rejected and self.on_decided is not None:
+            self.on_decided()
+        return out
+
+    def reject_file(self, path: str, reason: str = "") -> Outcome:
+        return self.reject((h.id for h in self.pending.files[path].hunks), reason)
+
+    def reject_all(self, reason: str = "") -> Outcome:
+        return self.reject((h.id for h in self.pending.hunks), reason)
+
+    # -- resolving a conflict --------------------------------------------------------------
+    def take_mine(self, hunk_id: int) -> Outcome:
+        """Keep what is on disk: the proposal for this region is dropped (rejected)."""
+        out = self._reject([hunk_id])
+        h = self.pending.hunk(hunk_id)
+        if out.rejected and h.ancestor is not None:
+            h.note = "kept your version"
+        self._record(Reject(ids=out.rejected, mine=True) if out.rejected else None)
+        return out
+
+    def plan_theirs(self, hunk_id: int) -> AcceptPlan:
+        """Write the proposal over the user's lines in this region (a deliberate choice)."""
+        h = self.pending.hunk(hunk_id)
+        return self.plan({hunk_id: list(h.new)}, f"proposal for hunk #{hunk_id}")
+
+    def take_theirs(self, hunk_id: int) -> Outcome:
+        return self._run(lambda: self.plan_theirs(hunk_id))
+
+    # editing a conflict is accept_edited / plan_edited with the lines the user settled on
+
+    @staticmethod
+    def _bulk(fd: FileDiff) -> list[Hunk]:
+        # Bulk accepts skip hunks the answer stopped inside, conflicts and flagged deletions
+        # (a whole-file answer dropping code it was not asked to): those need a deliberate
+        # look; stale ones have no file to go to.
+        return [h for h in fd.hunks
+                if h.state == HunkState.PENDING and not h.incomplete and not h.warning]
+
+    # -- writing ---------------------------------------------------------------------------
+    # An accept runs in three steps so that the UI can keep its event loop free: `plan`
+    # (reads and merges, marks conflicts) and `commit` (hunk states) run where the pending
+    # diff lives; `execute` only touches the journal and the disk, and may run in a thread.
+    # `apply_async` runs the three in that order; `steer run` plans under the lock as well.
+    def _run(self, make: Callable[[], AcceptPlan]) -> Outcome:
+        with self.ws.lock():
+            return self.commit(self.execute(make()))
+
+    async def apply_async(self, plan: AcceptPlan) -> Outcome:
+        """Execute `plan` in a thread (one accept or undo of this review at a time, and the
+        repository lock against other steer processes), then commit it on the loop."""
+        async with self._lock:
+            plan = await asyncio.to_thread(self.execute, plan)
+            return self.commit(plan)
+
+    def plan(self, chosen: dict[int, list[str] | None], label: str,
+             moving: Iterable[str] = ()) -> AcceptPlan:
+        """Merge the chosen hunks onto the disk as it is now, per file; `moving`: files whose
+        move (apply_patch `Move to`) is carried out once all their hunks are accepted."""
+        out = Outcome()
+        by_file: dict[str, list[Hunk]] = {}
+        for i in chosen:
+            h = self.pending.hunk(i)
+            if h.state not in OPEN:
+                if h.state == HunkState.STREAMING:
+                    out.messages.append(f"hunk #{i} is still streaming")
+                continue
+            if h.ancestor is not None and h.state == HunkState.CONFLICT and chosen[i] is None:
+                out.messages.append(f"hunk #{i} conflicts with your change on disk: keep yours, "
+                                    f"take the proposal, or edit it")
+                continue
+            by_file.setdefault(h.path, []).append(h)
+        plan = AcceptPlan(label, [], [], out)
+        for path, hunks in by_file.items():
+            fd = self.pending.files[path]
+            hunks.sort(key=lambda h: (h.base_start, h.base_end))
+            m = self._merge_for(fd, hunks, chosen)
+            try:
+                found = self.ws.read(path)
+            except PathRefused as exc:
+                self._conflict(out, hunks, str(exc))
+                continue
+            if found.link is not None and fd.deleted and m.others_accepted:
+                # deleting a symlink: the link itself goes, and undo brings the link back
+                m.carrier = Write(path, found, ABSENT)
+                plan.writes.append(m.carrier)
+                plan.merges.append(m)
+                continue
+            after = m.onto(found)
+            for why, group in _grouped(m.drop_bad()):
+                self._conflict(out, group, why)
+            if after is None:
+                continue
+            plan.merges.append(m)
+            if fd.move_to and path in moving and m.others_accepted:
+                dest = self.ws.read(fd.move_to)
+                if dest.exists:  # made while the answer streamed: never overwritten
+                    plan.merges.remove(m)
+                    self._conflict(out, [h for h, _ in m.hunks],
+                                   f"{fd.move_to} was created on disk since the request; not moved")
+                    continue
+                m.carrier = Write(fd.move_to, ABSENT, after)
+                plan.writes += [m.carrier, Write(path, found, ABSENT, requires=m.carrier)]
+                continue
+            m.carrier = Write(path, found, after, redo=self._redo(m))
+            plan.writes.append(m.carrier)
+        plan.label = _label(label, plan.decided)
+        return plan
+
+    def _merge_for(self, fd: FileDiff, hunks: list[Hunk],
+                   chosen: dict[int, list[str] | None]) -> FileMerge:
+        expected, shift = self.expected(fd)
+        pairs = [(h, chosen[h.id] if chosen[h.id] is not None else h.new) for h in hunks]
+        edits = [Change(h.base_start + shift(h.base_start), h.base_end + shift(h.base_start), lines)
+                 for h, lines in pairs]
+        others = all(h.state == HunkState.ACCEPTED for h in fd.hunks if h not in hunks)
+        return FileMerge(fd.path, fd.base.exists, fd.base.fmt, expected, pairs, edits, others,
+                         fd.deleted)
+
+    @staticmethod
+    def _redo(m: FileMerge) -> Callable[[Content], Content | None]:
+        """The writer found another save: merge the same hunks onto it instead."""
+        def redo(found: Content) -> Content | None:
+            after = m.onto(found)
+            if after is None and m.carrier is not None:
+                m.carrier.why = f"{m.path}: {next(iter(m.bad.values()))}; not written"
+            return after
+        return redo
+
+    def execute(self, plan: AcceptPlan) -> AcceptPlan:
+        """Journal and write, each file a compare-and-swap; runs in any thread. An interrupted
+        accept or undo left by a crash is completed first."""
+        if not plan.merges:
+            return plan
+        try:
+            with self.ws.lock():
+                plan.recovered = self.journal.recover(self.ws)
+                plan.entry_id = self.journal.perform(self.ws, "accept", plan.label, plan.writes).id
+        except StepFailed as exc:  # some files may be written: commit says which
+            plan.entry_id = exc.entry.id
+            plan.outcome.messages.append(str(exc))
+        except (Busy, OSError) as exc:  # before anything was written
+            plan.outcome.messages.append(f"nothing written: {reason(exc)}")
+        return plan
+
+    def commit(self, plan: AcceptPlan) -> Outcome:
+        out = plan.outcome
+        for e in plan.recovered:
+            out.recovered.append(f"completed an interrupted {e.op} ({e.label})")
+            out.recovered.extend(e.notes)
+        if plan.entry_id is None:
+            if plan.merges:
+                self._conflict(out, [h for h, _ in plan.decided], "not written", quiet=True)
+            self._record_accept(None, out)
+            return out
+        for w in plan.writes:
+            if w.written and not w.before.same(w.after):
+                out.written.append(w.path)
+            elif not w.written:
+                out.not_written.append(w.why or f"{w.path}: not written")
+            if w.kept:
+                out.messages.append(f"{w.path}: a save made while steer wrote it is kept as {w.kept}")
+        tx = _Tx(plan.entry_id, [])
+        for m in plan.merges:
+            late = dict(m.bad)  # hunks a re-plan at write time could not place
+            for i, (h, applied) in enumerate(m.hunks):
+                if i in late:
+                    self._conflict(out, [h], late[i])
+                elif m.carrier is None or not m.carrier.written:
+                    why = m.carrier.why if m.carrier is not None else ""
+                    self._conflict(out, [h], why or "not written", quiet=True)
+                else:
+                    tx.hunks.append((h, h.state, h.applied, h.note))
+                    h.state, h.applied = HunkState.ACCEPTED, applied
+                    h.note = "" if applied == h.new else written_note(h, applied, plan.how)
+                    self.pending.files[h.path].touch(h)
+                    out.accepted.append(h.id)
+        if tx.hunks:
+            self._undo.append(tx)
+        self._record_accept(plan.entry_id, out)
+        if self.on_decided is not None:
+            self.on_decided()
+        return out
+
+    # -- the session's log (app/core/conversation/log.py) ------------------------------------------
+    def _record(self, rec) -> None:
+        if rec is not None and self.on_record is not None:
+            self.on_record(rec)
+
+    def _record_accept(self, entry_id: str | None, out: Outcome) -> None:
+        if self.on_record is None or not (out.accepted or out.conflicts):
+            return
+        by_id = {h.id: h for h in self.pending.hunks}
+        done = [(i, list(by_id[i].applied or []), by_id[i].note) for i in out.accepted if i in by_id]
+        clash = list({i: (i, by_id[i].note) for i in out.conflicts if i in by_id}.values())
+        self._record(Accept(entry=entry_id, hunks=done, conflicts=clash))
+
+    def replay(self, rec: Accept | Reject | Undo) -> None:
+        """Apply a decision read back from the session's log, as it was made (no disk I/O:
+        what the accept wrote is on disk or in the journal)."""
+        by_id = {h.id: h for h in self.pending.hunks}
+        if type(rec) is Reject:
+            ids = [i for i in rec.ids if i in by_id]
+            if rec.mine:
+                for i in ids:
+                    self.take_mine(i)
+            else:
+                self._reject(ids, rec.reason)
+            return
+        if type(rec) is Undo:
+            if self._undo:
+                self._reopen(None if rec.written is None else set(rec.written))
+            return
+        for i, note in rec.conflicts:
+            h = by_id.get(i)
+            if h is not None and h.state in OPEN:
+                h.state, h.note = HunkState.CONFLICT, note
+                self.pending.files[h.path].touch(h)
+        tx = _Tx(rec.entry or "", [])
+        for i, applied, note in rec.hunks:
+            h = by_id.get(i)
+            if h is None or h.state not in OPEN:
+                continue
+            tx.hunks.append((h, h.state, h.applied, h.note))
+            h.state, h.applied, h.note = HunkState.ACCEPTED, list(applied), note
+            self.pending.files[h.path].touch(h)
+        if tx.hunks and rec.entry:
+            self._undo.append(tx)
+        if self.on_decided is not None:
+            self.on_decided()
+
+    def expected(self, fd: FileDiff):
+        """What steer believes is on disk for `fd` (base + accepted hunks), and a function
+        mapping a base line number to its shift in that text."""
+        return fd.expected()
+
+    def _conflict(self, out: Outcome, hunks: list[Hunk], why: str, quiet: bool = False) -> None:
+        for h in hunks:
+            h.state, h.note = HunkState.CONFLICT, why
+            self.pending.files[h.path].touch(h)
+            out.conflicts.append(h.id)
+        if hunks and not quiet:
+            out.messages.append(f"{hunks[0].path}: {why}; {len(hunks)} hunk(s) not written")
+
+    # -- keeping in step with the disk -----------------------------------------------------
+    # A live rebase in two steps, like an accept: `touched` reads the disk and diffs it (in a
+    # thread), `apply_recheck` moves the hunks (where the pending diff lives). app/core/git/sync.py
+    # drives them from watch events; `recheck` is both at once. (`expected` and `_shift` are
+    # the arguments app/ui passes today; they are not needed any more.)
+    def recheck(self, path: str) -> list[Hunk]:
+        """After the file changed on disk: rebase its hunks onto the disk (see rebase.py).
+        Returns the hunks that moved, changed state or became conflicts."""
+        fd = self.pending.files.get(path)
+        if fd is None:
+            return []
+        return self.apply_recheck(fd, self.touched(self.ws, fd, None), None)
+
+    @staticmethod
+    def touched(ws: Workspace, fd: FileDiff, expected=None) -> live.DiskRead:
+        """The disk as it is, diffed against what steer expects (safe in a thread)."""
+        return live.read_disk(ws, live.expectation(fd))
+
+    def apply_recheck(self, fd: FileDiff, read: live.DiskRead, _shift=None) -> list[Hunk]:
+        done = live.apply(fd, read)
+        return [*done.changed, *(h for h in done.conflicts if h not in done.changed)]
+
+    async def recheck_async(self, paths: Iterable[str]) -> list[Hunk]:
+        """`recheck` for files that changed on disk, reading them in a thread."""
+        flipped: list[Hunk] = []
+        for path in paths:
+            fd = self.pending.files.get(path)
+            if fd is None:
+                continue
+            expected, shift = self.expected(fd)
+            touched = await asyncio.to_thread(self.touched, self.ws, fd, expected)
+            flipped += self.apply_recheck(fd, touched, shift)
+        return flipped
+
+    # -- undo ------------------------------------------------------------------------------
+    def undo(self) -> str:
+        """Revert this review's last accept, through the journal. Returns what was done."""
+        entry = self.undo_entry()
+        return self.undo_commit(self.journal.undo(self.ws, entry))
+
+    async def undo_async(self) -> str:
+        """This review's last accept, else the journal's last undoable accept (the same one
+        `steer undo` would revert). The disk part runs in a thread, under the locks."""
+        async with self._lock:
+            if self._undo:
+                entry = self.undo_entry()
+                return self.undo_commit(await asyncio.to_thread(self.journal.undo, self.ws, entry))
+            done = await asyncio.to_thread(self.journal.undo, self.ws)
+            return done.label
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._undo)
+
+    def undo_entry(self) -> Entry:
+        """The journal entry of this review's last accept (the I/O part may run in a thread)."""
+        if not self._undo:
+            raise UndoRefused("nothing to undo in this session")
+        entry = next((e for e in self.journal.entries() if e.id == self._undo[-1].entry_id), None)
+        if entry is None:
+            raise UndoRefused("the journal no longer holds the last accept")
+        return entry
+
+    def undo_commit(self, done: Entry | None = None) -> str:
+        """After the journal reverted the files (`done`: the undo's entry), their hunks are
+        open again. Hunks of a file the undo could not revert stay accepted."""
+        written = None if done is None else list(done.written)
+        label = self._reopen(None if written is None else set(written))
+        self._record(Undo(written=written))
+        return label
+
+    def _reopen(self, reverted: set[str] | None) -> str:
+        tx = self._undo[-1]
+        back, kept = [], []
+        for item in tx.hunks:
+            h = item[0]
+            fd = self.pending.files.get(h.path)
+            paths = {h.path, fd.move_to} if fd is not None and fd.move_to else {h.path}
+            (back if reverted is None or paths & reverted else kept).append(item)
+        for h, state, applied, note in back:
+            h.state, h.applied, h.note = state, applied, note
+            self.pending.files[h.path].touch(h)
+        if kept:
+            tx.hunks = kept
+        else:
+            self._undo.pop()
+        return _label("", [(h, []) for h, *_ in back])
+
+
+def out_reason(reason: str) -> str:
+    """A rejection's reason as kept: one line, not too long."""
+    line = " ".join(reason.split())
+    return line[:200]
+
+
+def _grouped(items: list[tuple[Hunk, str]]) -> list[tuple[str, list[Hunk]]]:
+    groups: dict[str, list[Hunk]] = {}
+    for h, why in items:
+        groups.setdefault(why, []).append(h)
+    return list(groups.items())
+
+
+def _label(what: str, decided: list[tuple[Hunk, list[str]]]) -> str:
+    ids = ", ".join(f"#{h.id}" for h, _ in decided[:8])
+    more = f" and {len(decided) - 8} more" if len(decided) > 8 else ""
+    files = sorted({h.path for h, _ in decided})
+    head = f"accept {what}: " if what else ""
+    return f"{head}hunks {ids}{more} in {', '.join(files)}"
