@@ -15,14 +15,20 @@ from app.core.text.locate import LADDER
 
 
 class Owner(Protocol):
-    """What a file's diff needs of the pending diff that holds it (app/core/edits/diff.py)."""
+    """What a file's diff needs of the pending diff that holds it (app/core/edits/diff.py),
+    also while a live rebase moves it onto the disk (app/core/edits/rebase.py)."""
 
     turn: int  # the answer streaming now
     removal_asked: bool  # the instruction asked to remove something
+    bases: dict[str, Snapshot]  # each file's base (a rebase moves it)
+    dropped: set[int]  # hunk ids that vanished
+    on_rebase: Callable[[str, Snapshot | None, str], None] | None  # told of each live rebase
 
     def next_id(self) -> int: ...
     def bump(self, path: str | None = None) -> int: ...
     def drop(self, h: Hunk) -> None: ...
+    def live_edit(self, fd: FileDiff) -> Edit | None: ...
+    def defer(self, path: str) -> None: ...
 
 
 class _Relocate(Exception):

@@ -30,12 +30,10 @@ from dataclasses import dataclass, field
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
 from app.core.edits.file_diff import Edit, FileDiff
-from app.core.edits.hunks import Hunk, HunkState
+from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.text.linediff import Change, apply_changes, line_diff
 from app.core.text.locate import find_in
 from app.core.text.textfile import NotText
-
-OPEN_STATES = (HunkState.PENDING, HunkState.STALE, HunkState.CONFLICT)
 
 
 @dataclass
@@ -128,7 +126,7 @@ def mark_gone(fd: FileDiff, reason: str) -> Rebased:
         return out
     out.stale = reason
     for h in fd.hunks:
-        if h.state in OPEN_STATES and (h.state != HunkState.STALE or h.note != reason):
+        if h.state in OPEN and (h.state != HunkState.STALE or h.note != reason):
             h.state, h.note = HunkState.STALE, reason
             fd.touch(h)
             out.changed.append(h)
@@ -142,12 +140,36 @@ def _note(h: Hunk, b1: int, b2: int) -> None:
 
 
 @dataclass(eq=False)
-class _Item:
-    kind: str  # "accepted", "rejected", "open", "live"
-    obj: Hunk | Edit
-    s: int  # range in the expected text
+class _HunkItem:
+    """A hunk in the file's story, at its range in the expected text (s, e)."""
+
+    hunk: Hunk
+    s: int
     e: int
-    group: int = -1
+
+
+class _Accepted(_HunkItem):
+    """Written to disk: it stays applied, only a real overlap touches it."""
+
+
+class _Rejected(_HunkItem):
+    """Turned down: a user change over it drops it."""
+
+
+class _Open(_HunkItem):
+    """Still to decide (pending, stale, conflict): a user change over it makes a conflict."""
+
+
+@dataclass(eq=False)
+class _Live:
+    """The edit still streaming into the file."""
+
+    edit: Edit
+    s: int
+    e: int
+
+
+_Item = _Accepted | _Rejected | _Open | _Live
 
 
 @dataclass(eq=False)
@@ -167,6 +189,14 @@ class _Unit:
     @property
     def rank(self) -> int:
         return 0 if self.user else 1  # at one position, a user insertion comes first
+
+
+def _written(u: _Unit) -> Hunk | None:
+    """The accepted hunk a unit untouched by the user is (it stays applied on disk), else None."""
+    if u.user:
+        return None
+    it = u.items[0]
+    return it.hunk if isinstance(it, _Accepted) else None
 
 
 class _Rebase:
@@ -191,27 +221,30 @@ class _Rebase:
         section = self._to_expected(fd.section_pos)
         items = self._items()
         units = self._group(items)
-        live_unit = next((u for u in units if any(it.kind == "live" for it in u.items)), None)
-        moved_to: int | None = None
-        if live_unit is not None and live_unit.user:
-            moved_to = self._relocate()
-            if moved_to is None:
+        # the edit still streaming, when a user change touches it: where its block is now
+        moved: tuple[Edit, int] | None = None
+        touched = next((it.edit for u in units if u.user
+                        for it in u.items if isinstance(it, _Live)), None)
+        if touched is not None:
+            at = self._relocate(touched)
+            if at is None:
                 fd.owner.defer(fd.path)
                 out.deferred = True
                 return out
-            items = [it for it in items if it.kind != "live"]
+            moved = (touched, at)
+            items = [it for it in items if not isinstance(it, _Live)]
             units = self._group(items)
         self._place(units)
-        if moved_to is not None and not self._free(units, moved_to, len(self.live.old)):
+        if moved is not None and not self._free(units, moved[1], len(moved[0].old)):
             fd.owner.defer(fd.path)
             out.deferred = True
             return out
-        new_lines = apply_changes(self.disk.lines, [
-            Change(u.d1, u.d2, tuple(u.items[0].obj.old))  # type: ignore[union-attr]
-            for u in units if not u.user and u.items[0].kind == "accepted"])
+        new_lines = apply_changes(self.disk.lines, [Change(u.d1, u.d2, tuple(h.old))
+                                                    for u in units if (h := _written(u)) is not None])
         reborn = self._settle(units)
-        if moved_to is not None:
-            self._move_live(moved_to - self._accepted_shift_before(units, moved_to))
+        if moved is not None:
+            live, at = moved
+            self._move_live(live, at - self._accepted_shift_before(units, at))
         self._rebuild_edits(reborn, new_lines)
         fd.section_pos = self._map(units, section)
         disk = self.disk
@@ -229,22 +262,22 @@ class _Rebase:
         for h in self.fd.hunks:
             if live is not None and h in live.hunks:
                 continue
-            kind = ("accepted" if h.state == HunkState.ACCEPTED else
-                    "rejected" if h.state == HunkState.REJECTED else "open")
-            entries.append((h.base_start, h.base_end, 0 if kind == "accepted" else 1,
-                            _Item(kind, h, h.base_start, h.base_end)))
+            kind = (_Accepted if h.state == HunkState.ACCEPTED else
+                    _Rejected if h.state == HunkState.REJECTED else _Open)
+            entries.append((h.base_start, h.base_end, 0 if kind is _Accepted else 1,
+                            kind(h, h.base_start, h.base_end)))
         if live is not None:
-            entries.append((live.start, live.end, 1, _Item("live", live, live.start, live.end)))
+            entries.append((live.start, live.end, 1, _Live(live, live.start, live.end)))
         entries.sort(key=lambda t: t[:3])
         shift = 0
         items = []
         for _, _, _, it in entries:  # base -> expected coordinates: accepted hunks shift
             it.s += shift
-            if it.kind == "accepted":
-                h = it.obj
-                n = len(h.applied or [])  # type: ignore[union-attr]
+            if isinstance(it, _Accepted):
+                h = it.hunk
+                n = len(h.applied or [])
                 it.e = it.s + n
-                shift += n - (h.base_end - h.base_start)  # type: ignore[union-attr]
+                shift += n - (h.base_end - h.base_start)
             else:
                 it.e += shift
             items.append(it)
@@ -252,7 +285,7 @@ class _Rebase:
 
     @staticmethod
     def _touches(it: _Item, e1: int, e2: int) -> bool:
-        if it.kind == "accepted":  # only a real overlap: text next to it is no change of it
+        if isinstance(it, _Accepted):  # only a real overlap: text next to it is no change of it
             return not (e2 <= it.s or e1 >= it.e)
         return e1 <= it.e and it.s <= e2  # adjacent counts, as in diff3
 
@@ -323,10 +356,10 @@ class _Rebase:
             dd += sum((d2 - d1) - (e2 - e1) for e1, e2, d1, d2 in u.user)
             u.d2 = u.e + dd
             u.b1 = u.d1 - ad
-            if not u.user and u.items[0].kind == "accepted":
-                h = u.items[0].obj
-                u.b2 = u.b1 + len(h.old)  # type: ignore[union-attr]
-                ad += (u.d2 - u.d1) - len(h.old)  # type: ignore[union-attr]
+            h = _written(u)
+            if h is not None:
+                u.b2 = u.b1 + len(h.old)
+                ad += (u.d2 - u.d1) - len(h.old)
             else:
                 u.b2 = u.d2 - ad
 
@@ -347,9 +380,9 @@ class _Rebase:
         return max(0, min(e + off, len(self.disk.lines)))
 
     # -- the edit still streaming ------------------------------------------------------
-    def _relocate(self) -> int | None:
+    def _relocate(self, live: Edit) -> int | None:
         """The disk position of the live edit's block if it is still there, exactly, once."""
-        block = self.live.old  # type: ignore[union-attr]
+        block = live.old
         if not block:
             return None
         level, hits = find_in(self.disk.lines, block)
@@ -365,13 +398,12 @@ class _Rebase:
     @staticmethod
     def _accepted_shift_before(units: list[_Unit], d: int) -> int:
         return sum((u.d2 - u.d1) - (u.b2 - u.b1) for u in units
-                   if not u.user and u.items[0].kind == "accepted" and u.d2 <= d)
+                   if _written(u) is not None and u.d2 <= d)
 
-    def _move_live(self, new_start: int) -> None:
-        live = self.live
-        delta = new_start - live.start  # type: ignore[union-attr]
+    def _move_live(self, live: Edit, new_start: int) -> None:
+        delta = new_start - live.start
         if delta:
-            self._shift_edit(live, delta)  # type: ignore[arg-type]
+            self._shift_edit(live, delta)
 
     def _shift_edit(self, edit: Edit, delta: int) -> None:
         edit.start += delta
@@ -391,10 +423,10 @@ class _Rebase:
         for u in units:
             if not u.user:
                 it = u.items[0]
-                if it.kind == "live":
-                    self._move_live(u.b1)
+                if isinstance(it, _Live):
+                    self._move_live(it.edit, u.b1)
                     continue
-                h: Hunk = it.obj  # type: ignore[assignment]
+                h = it.hunk
                 moved = (h.base_start, h.base_end) != (u.b1, u.b2)
                 h.base_start, h.base_end = u.b1, u.b2
                 refreshed = self._refresh_states([h])
@@ -403,31 +435,32 @@ class _Rebase:
                     if h not in out.changed:
                         out.changed.append(h)
                 continue
-            opened = [it.obj for it in u.items if it.kind == "open"]
-            for it in u.items:
-                if it.kind != "open" or it.obj is not opened[0]:
-                    fd.owner.drop(it.obj)  # type: ignore[arg-type]
-                    out.dropped.append(it.obj.id)  # type: ignore[union-attr]
+            # a cluster holds hunks only: a live edit the user touched was moved out (run)
+            held = [it for it in u.items if isinstance(it, _HunkItem)]
+            local = [(it.s - u.s, it.e - u.s, it.hunk) for it in held if isinstance(it, _Open)]
+            opened = [h for _, _, h in local]
+            for it in held:
+                if not isinstance(it, _Open) or it.hunk is not opened[0]:
+                    fd.owner.drop(it.hunk)
+                    out.dropped.append(it.hunk.id)
             if not opened:
                 continue  # the user's own change (maybe over lines steer wrote): now the base
             mine = self.disk.lines[u.d1 : u.d2]
             region = self.expected[u.s : u.e]
-            local = [(it.s - u.s, it.e - u.s, it.obj) for it in u.items if it.kind == "open"]
             # the common ancestor: what the lines were before either side changed them (a
             # conflict found earlier remembers it)
-            ancestor = apply_changes(region, [Change(a, b, tuple(h.ancestor))  # type: ignore[union-attr]
+            ancestor = apply_changes(region, [Change(a, b, tuple(h.ancestor))
                                               for a, b, h in local if h.ancestor is not None])
-            theirs = apply_changes(region, [Change(a, b, tuple(h.new))  # type: ignore[union-attr]
-                                            for a, b, h in local])
-            first: Hunk = opened[0]  # type: ignore[assignment]
-            incomplete = any(h.incomplete for h in opened)  # type: ignore[union-attr]
+            theirs = apply_changes(region, [Change(a, b, tuple(h.new)) for a, b, h in local])
+            first = opened[0]
+            incomplete = any(h.incomplete for h in opened)
             if theirs == mine:  # the proposal is already there: nothing left to review
                 fd.owner.drop(first)
                 out.dropped.append(first.id)
                 continue
             if mine == ancestor:  # the user is back where both started: no conflict after all
-                hunks = []
-                deletion = next((h.deletion for h in opened if h.deletion), "")  # type: ignore[union-attr]
+                hunks: list[Hunk] = []
+                deletion = next((h.deletion for h in opened if h.deletion), "")
                 for a1, a2, b1, b2 in line_diff(mine, theirs):
                     h = first if not hunks else fd.new_hunk(0, 0, [], [])
                     h.base_start, h.base_end = u.b1 + a1, u.b1 + a2

@@ -18,7 +18,7 @@ class Change:
 
     a1: int
     a2: int
-    lines: tuple[str, ...]
+    lines: Sequence[str]  # a tuple where the change must hash (git's staged items)
 
 
 def line_diff(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int, int]]:

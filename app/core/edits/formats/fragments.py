@@ -342,12 +342,12 @@ def _fit_lcs(B: list[str], S: list[str], late: bool) -> tuple[int, int, list[int
     sub = B[start:end]
     table = [[0] * (m + 1) for _ in range(len(sub) + 1)]
     for i in range(1, len(sub) + 1):
-        b, row, up = sub[i - 1], table[i], table[i - 1]
+        b, cells, up = sub[i - 1], table[i], table[i - 1]
         for j in range(1, m + 1):
-            best = max(up[j], row[j - 1])
-            if b == S[j - 1] and up[j - 1] + w[j - 1] > best:
-                best = up[j - 1] + w[j - 1]
-            row[j] = best
+            score = max(up[j], cells[j - 1])
+            if b == S[j - 1] and up[j - 1] + w[j - 1] > score:
+                score = up[j - 1] + w[j - 1]
+            cells[j] = score
     pairs: list[int] = []
     i, j = len(sub), m
     while i > 0 and j > 0:
