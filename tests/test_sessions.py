@@ -334,6 +334,30 @@ async def test_rewind_conversation_and_files_to_before_a_turn(rig, demo):
         await again.aclose()
 
 
+async def test_a_redo_of_files_is_a_checkpoint_after_a_resume_too(rig, demo):
+    """A redo is an accept of those turns again: a rewind after a resume takes it out, as
+    it would have in the process that made it."""
+    server = await rig([CALC_ANSWER, SUB_ANSWER])
+    s = rig.session(server)
+    await s.ask("add type hints")
+    s.review.accept([s.pending.hunks[0].id])
+    after_first = (demo / "calc.py").read_text()
+    await s.ask("and sub")
+    s.review.accept([h.id for h in s.pending.hunks if h.state == HunkState.PENDING])
+    assert rewind.rewind_files(s, 1).written == ["calc.py"]
+    assert rewind.redo_files(s).written == ["calc.py"]
+    live = list(s.accepts)
+    sid = s.log.id
+    await s.aclose()
+    again = await reopen(rig, server, sid)
+    try:
+        assert again.accepts == live
+        done = rewind.rewind_files(again, 1)  # the redone files of turn 2 go out again
+        assert done.written == ["calc.py"] and (demo / "calc.py").read_text() == after_first
+    finally:
+        await again.aclose()
+
+
 async def test_rewind_refuses_a_file_the_user_changed_since_and_writes_nothing_to_it(rig, demo):
     (demo / "notes.txt").write_text("one\ntwo\n")
     server = await rig([CALC_ANSWER + "\nnotes.txt\n```\n<<<<<<< SEARCH\none\n=======\nONE\n"

@@ -131,9 +131,7 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     try:
         return await _run_turn(args, ws, state, session, live, repo)
     finally:
-        if session.log is not None:
-            session._log_lists()
-            await asyncio.to_thread(session.log.close)
+        await session.saving.close()
 
 
 def _open_session(session, sid: str | None) -> None:

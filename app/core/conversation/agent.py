@@ -19,13 +19,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from app.core.conversation.records import AgentRec
 from app.core.disk.workspace import PathRefused
 from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.formats.base import StreamParser
 from app.core.edits.formats.events import EditBegin, EditEnd, Line, OldEnd, ParseEvent, Prose
 from app.core.edits.hunks import DECIDED, Hunk, HunkState
-from app.core.events import FileEdit, FileRead, FileWrite, PermissionRequest, Plan, ToolCall
+from app.core.events import (
+    Event,
+    FileEdit,
+    FileRead,
+    FileWrite,
+    PermissionRequest,
+    Plan,
+    ToolCall,
+)
 from app.core.text.linediff import Change, apply_changes, line_diff
 from app.core.text.textfile import NotText, TextFormat, decode
 
@@ -88,25 +97,39 @@ class AgentHost:
         not a stall."""
         return bool(self.permissions or self.writes)
 
-    def handle(self, turn: Turn, ev: object) -> None:
+    def handle(self, turn: Turn, ev: Event) -> None:
         if turn.state == "connecting":
             turn.state = "streaming"
-        t = type(ev)
-        if t is Plan:
-            turn.plan = ev.entries  # type: ignore[attr-defined]
-        elif t is ToolCall:
-            turn.tools[ev.id] = ev  # type: ignore[attr-defined]
-        elif t is FileEdit:
-            self.edit(ev)  # type: ignore[arg-type]
-        elif t is FileWrite:
-            self.write(ev)  # type: ignore[arg-type]
-        elif t is FileRead:
-            self.read(ev)  # type: ignore[arg-type]
-        elif t is PermissionRequest:
-            self.permissions.append(ev)  # type: ignore[arg-type]
+        if type(ev) is Plan:
+            turn.plan = ev.entries
+        elif type(ev) is ToolCall:
+            turn.tools[ev.id] = ev
+        elif type(ev) is FileEdit:
+            self.edit(ev)
+        elif type(ev) is FileWrite:
+            self.write(ev)
+        elif type(ev) is FileRead:
+            self.read(ev)
+        elif type(ev) is PermissionRequest:
+            self.permissions.append(ev)
             if self.on_permission is not None:
-                self.on_permission(ev)  # type: ignore[arg-type]
+                self.on_permission(ev)
         self.session.wake()
+
+    def replay(self, rec: AgentRec) -> None:
+        """An edit or write of the agent read back from the session's log: proposed as it
+        was, answered to no one (the agent that asked is gone)."""
+        pending = self.session.pending
+        if pending is None:
+            return
+        if rec.kind == "edit":
+            self.edit(FileEdit(rec.path, rec.old, rec.new))
+            return
+        try:
+            fd = pending.file(self.resolve(rec.path))
+            self.propose(fd, split(rec.new, fd.path))
+        except (AgentRefused, PathRefused, NotText, OSError) as exc:
+            pending.error(rec.path, str(exc))
 
     def edit(self, ev: FileEdit) -> None:
         """A tool call's diff: `old` -> `new` in steer's view of the file, as hunks."""

@@ -1,5 +1,6 @@
 """What the model is told: the edit format's rules, the files in context, the instruction,
-and (when steering) where it was interrupted and what the user decided since."""
+and (when steering) where it was interrupted and what the user decided since; and what a
+request carries besides, for the back-ends that can use it (prefill, prediction, grammar)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from app.core.disk.snapshot import Snapshot
+from app.core.edits.formats import choose
 from app.core.edits.hunks import Hunk, HunkState
+from app.core.provider import Capabilities, Request
 
 _RULES = {
     "apply_patch": """\
@@ -91,6 +94,40 @@ def first_message(instruction: str, files: Sequence[Snapshot],
         parts.append("I interrupted your previous answer; it stays above as far as it got.")
     parts.append(instruction)
     return "\n\n".join(parts)
+
+
+def opening(instruction: str, files: Sequence[Snapshot], outlines: dict[str, list[str]],
+            caps: Capabilities, model: str, fmt: str, *, rejected: Sequence[str] = (),
+            interrupted: bool = False) -> tuple[str, str, str]:
+    """A new question: (its edit format, why that one, the first message). `fmt` is the
+    format asked for, or "auto": the cheapest for these files and this model
+    (app/core/edits/formats/costs.py)."""
+    if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
+        return "agent", "the agent edits files itself", instruction
+    if fmt != "auto":
+        why = "as asked (--format)"
+    else:
+        choice = choose(caps, model, [len(s.lines) for s in files])
+        fmt, why = choice.fmt, choice.reason
+    return fmt, why, first_message(instruction, files, outlines, rejected=rejected,
+                                   interrupted=interrupted)
+
+
+def request(messages: list[dict[str, str]], caps: Capabilities, model: str, fmt: str,
+            files: Sequence[Snapshot], *, first: bool, prefill: str, max_tokens: int | None,
+            temperature: float | None, context: list[str]) -> Request:
+    """What a turn sends: its messages, and what this back-end can make of the files and
+    the format (`first`: a new question, not a redirect or a follow-up)."""
+    # a whole-file answer mostly repeats the files: a back-end with predicted outputs gets
+    # them as the prediction (it streams the unchanged parts at once)
+    predicted = prediction(files) if caps.predicted_outputs and fmt == "whole" and first else None
+    # a grammar-constrained back-end (llama.cpp) is held to the format's shape (a first
+    # answer: a redirect or follow-up continues where the grammar would not fit)
+    shape = grammar(fmt, files) if caps.grammar and caps.prefill and first else None
+    if max_tokens is None and caps.model_class == "tiny":
+        max_tokens = answer_budget(files)
+    return Request(messages, model=model, max_tokens=max_tokens, temperature=temperature,
+                   prefill=prefill, prediction=predicted, grammar=shape, context=context)
 
 
 def _where(h: Hunk) -> str:

@@ -10,9 +10,13 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, TypeAdapter
 
 from app.core.disk.snapshot import Snapshot
+from app.core.events import ErrorKind
 from app.core.text.textfile import TextFormat
 
 SCHEMA = 1
+
+# where an answer stands (app/core/conversation/turn.py); an End record keeps how it ended
+TurnState = Literal["connecting", "streaming", "done", "interrupted", "error"]
 
 
 class SessionError(RuntimeError):
@@ -104,9 +108,9 @@ class AgentRec(BaseModel):
 
 class End(BaseModel):
     t: Literal["end"] = "end"
-    state: str
+    state: TurnState
     finish_reason: str | None = None
-    error: tuple[str, str] | None = None  # kind, message
+    error: tuple[ErrorKind, str] | None = None  # kind, message
     usage: tuple[int, int] | None = None
     deltas: int = 0
     server_tps: float | None = None

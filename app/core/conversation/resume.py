@@ -17,34 +17,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from app.core.conversation.agent import AgentRefused, split
 from app.core.conversation.log import SessionLog, read_log
-from app.core.conversation.records import (
-    Accept,
-    AgentRec,
-    Base,
-    Context,
-    End,
-    Files,
-    Meta,
-    Queue,
-    Reasoning,
-    Rebase,
-    Record,
-    Reject,
-    Rewind,
-    SessionError,
-    Text,
-    TurnRec,
-    Undo,
-    fold,
-)
-from app.core.conversation.session import Session, Turn, restore_end
-from app.core.conversation.store import ReplayResolver, SessionStore, new_id
-from app.core.disk.workspace import PathRefused
+from app.core.conversation.records import Meta, Rewind, SessionError, fold
+from app.core.conversation.session import Session
+from app.core.conversation.store import SessionStore, new_id
 from app.core.edits import rebase
-from app.core.events import FileEdit
-from app.core.text.textfile import NotText
 
 
 @dataclass
@@ -79,13 +56,13 @@ def resume(session: Session, store: SessionStore, sid: str | None = None, *,
     records, log = store.open(sid, wait)
     try:
         done = session.journal.recover(session.ws)
-        meta = next((r for r in records if type(r) is Meta), None)
-        cut = replay(session, records)
+        meta = next((r for r in records if isinstance(r, Meta)), None)
+        cut = session.replay(records)
         session.attach(log, branch=branch_of(session.ws.root) or (meta.branch if meta else None),
                        created=meta.created if meta else None,
                        forked_from=meta.forked_from if meta else None)
         if cut is not None:  # the process ended mid-answer: that end is part of the story
-            session._record(cut)
+            session.apply(cut)
         moved = rebase_onto_disk(session)
     except BaseException:
         log.close()
@@ -119,101 +96,6 @@ def branch_of(root) -> str | None:
         return None
     finally:
         repo.close()
-
-
-def replay(session: Session, records: list[Record]) -> End | None:
-    """Rebuild the session's state from its records. Returns the End it gave an answer the
-    log left open (the process died while it streamed), else None."""
-    session._resolver = ReplayResolver(session.ws, records)
-    turn: Turn | None = None
-    cut: End | None = None
-    try:
-        for r in records:
-            t = type(r)
-            if t is Text:
-                if turn is not None and turn.live:
-                    turn.state = "streaming"
-                    session._feed(turn, r.s)
-            elif t is TurnRec:
-                if turn is not None and turn.live:
-                    cut = _end(session, turn, None)
-                turn = Turn(r.instruction, r.kind)
-                turn.steered_at = r.steered_at
-                snaps = None if r.bases is None else [b.snapshot().prepare() for b in r.bases]
-                session._open_turn(r, turn, snaps)
-                cut = None
-            elif t is End:
-                if turn is not None and turn.live:
-                    _end(session, turn, r)
-            elif t is Reasoning:
-                if turn is not None:
-                    turn.reasoning.append(r.s)
-            elif t is AgentRec:
-                _agent(session, r)
-            elif t is Rebase:
-                _rebase(session, r)
-            elif t in (Accept, Reject, Undo):
-                if session.review is not None:
-                    session.review.replay(r)
-                    if t is Accept and r.entry and r.hunks:
-                        session.accepts.append((r.turn, r.entry))
-            elif t is Queue:
-                session.queue[:] = r.items
-            elif t is Context:
-                session.context[:] = r.items
-            elif t is Files:
-                session.file_steps.append(r)
-            elif t is Base or t is Meta:
-                pass  # bases are taken by the resolver, in order
-        if turn is not None and turn.live:
-            cut = _end(session, turn, None)
-    finally:
-        session._resolver = session.ws
-        if session.pending is not None:
-            session.pending.resolver = session.ws
-    session._logged_lists = (list(session.queue), list(session.context))
-    return cut
-
-
-def _end(session: Session, turn: Turn, rec: End | None) -> End:
-    """End a replayed turn as it ended, or as interrupted when the log stops inside it."""
-    if rec is None:
-        rec = End(state="interrupted", finish_reason="cancelled", deltas=turn.deltas,
-                  elapsed=0.0)
-        rec.deltas = len(turn.chunks)
-    restore_end(turn, rec)
-    if rec.state == "interrupted":
-        session._finalize(turn, session._parser, interrupted=True)
-    else:
-        session._finalize(turn, session._parser, interrupted=False)
-        turn.state = rec.state  # type: ignore[assignment]
-    turn.ended = turn.started + rec.elapsed
-    return rec
-
-
-def _agent(session: Session, r: AgentRec) -> None:
-    pending = session.pending
-    if pending is None:
-        return
-    if r.kind == "edit":
-        session.agent.edit(FileEdit(r.path, r.old, r.new))
-        return
-    try:
-        fd = pending.file(session.agent.resolve(r.path))
-        session.agent.propose(fd, split(r.new, fd.path))
-    except (AgentRefused, PathRefused, NotText, OSError) as exc:
-        pending.error(r.path, str(exc))
-
-
-def _rebase(session: Session, r: Rebase) -> None:
-    pending = session.pending
-    fd = pending.files.get(r.path) if pending is not None else None
-    if fd is None:
-        return
-    snap = r.snap.snapshot() if r.snap is not None else None
-    if snap is not None:
-        snap.prepare()
-    rebase.apply(fd, rebase.DiskRead(r.path, snap, r.reason))
 
 
 def rebase_onto_disk(session: Session) -> list[rebase.Rebased]:
@@ -251,14 +133,9 @@ def rewind_conversation(session: Session, turn: int) -> int:
         raise SessionError("the session log could not be written; nothing was rewound")
     records, _ = read_log(log.path)
     session.reset()
-    session.log = None
-    cut = replay(session, fold(records))
-    session.log = log
-    session._resolver = session._recording_resolver()
-    if session.pending is not None:
-        session.pending.resolver = session._resolver
+    cut = session.replay(fold(records))
     if cut is not None:
-        session._record(cut)
+        session.apply(cut)
     rebase_onto_disk(session)
-    log.summary(session.info())
+    log.summary(session.saving.info())
     return len(session.turns)

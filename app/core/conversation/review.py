@@ -17,7 +17,7 @@ conflict, and every bulk accept, leaves it alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from app.core.conversation.records import Accept, Reject, Undo
@@ -72,7 +72,8 @@ class FileMerge:
             return self._fail(every, f"{self.path} is now {found.describe()}")
         if self.base_exists and found.data is None:
             return self._fail(every, f"{self.path} was deleted on disk since the request")
-        lines, fmt = [], self.base_fmt
+        lines: list[str] = []
+        fmt = self.base_fmt
         if found.data is not None:
             try:
                 lines, fmt = decode(found.data, self.path)
@@ -97,7 +98,8 @@ class FileMerge:
         return Content(data=encode(merged, fmt, lines if found.data is not None else None),
                        mode=found.mode)
 
-    def _fail(self, which: Iterable[int], why: str) -> None:
+    def _fail(self, which: Iterable[int], why: str) -> Content | None:
+        """No hunk of `which` can go, for the one reason `why`: nothing to write."""
         for i in which:
             self.bad[i] = why
         return None
@@ -286,7 +288,7 @@ class Review:
             plan = await asyncio.to_thread(self.execute, plan)
             return self.commit(plan)
 
-    def plan(self, chosen: dict[int, list[str] | None], label: str,
+    def plan(self, chosen: Mapping[int, list[str] | None], label: str,
              moving: Iterable[str] = ()) -> AcceptPlan:
         """Merge the chosen hunks onto the disk as it is now, per file; `moving`: files whose
         move (apply_patch `Move to`) is carried out once all their hunks are accepted."""
@@ -341,9 +343,12 @@ class Review:
         return plan
 
     def _merge_for(self, fd: FileDiff, hunks: list[Hunk],
-                   chosen: dict[int, list[str] | None]) -> FileMerge:
+                   chosen: Mapping[int, list[str] | None]) -> FileMerge:
         expected, shift = self.expected(fd)
-        pairs = [(h, chosen[h.id] if chosen[h.id] is not None else h.new) for h in hunks]
+        pairs: list[tuple[Hunk, list[str]]] = []
+        for h in hunks:
+            written = chosen[h.id]
+            pairs.append((h, h.new if written is None else written))
         edits = [Change(h.base_start + shift(h.base_start), h.base_end + shift(h.base_start), lines)
                  for h, lines in pairs]
         others = all(h.state == HunkState.ACCEPTED for h in fd.hunks if h not in hunks)
@@ -416,7 +421,7 @@ class Review:
         return out
 
     # -- the session's log (app/core/conversation/log.py) ------------------------------------------
-    def _record(self, rec) -> None:
+    def _record(self, rec: Accept | Reject | Undo | None) -> None:
         if rec is not None and self.on_record is not None:
             self.on_record(rec)
 
@@ -432,7 +437,7 @@ class Review:
         """Apply a decision read back from the session's log, as it was made (no disk I/O:
         what the accept wrote is on disk or in the journal)."""
         by_id = {h.id: h for h in self.pending.hunks}
-        if type(rec) is Reject:
+        if isinstance(rec, Reject):
             ids = [i for i in rec.ids if i in by_id]
             if rec.mine:
                 for i in ids:
@@ -440,7 +445,7 @@ class Review:
             else:
                 self._reject(ids, rec.reason)
             return
-        if type(rec) is Undo:
+        if isinstance(rec, Undo):
             if self._undo:
                 self._reopen(None if rec.written is None else set(rec.written))
             return
@@ -462,7 +467,7 @@ class Review:
         if self.on_decided is not None:
             self.on_decided()
 
-    def expected(self, fd: FileDiff):
+    def expected(self, fd: FileDiff) -> tuple[list[str], Callable[[int], int]]:
         """What steer believes is on disk for `fd` (base + accepted hunks), and a function
         mapping a base line number to its shift in that text."""
         return fd.expected()
@@ -548,7 +553,8 @@ class Review:
 
     def _reopen(self, reverted: set[str] | None) -> str:
         tx = self._undo[-1]
-        back, kept = [], []
+        back: list[tuple[Hunk, HunkState, list[str] | None, str]] = []
+        kept: list[tuple[Hunk, HunkState, list[str] | None, str]] = []
         for item in tx.hunks:
             h = item[0]
             fd = self.pending.files.get(h.path)

@@ -57,8 +57,7 @@ def rewind_files(session: Session, turn: int) -> Rewound:
     done = take_out(session.ws, session.journal, targets, "undo",
                     f"rewind to before turn {turn + 1}")
     if done.steps:
-        session._record(Files(op="rewind", turn=turn, steps=done.steps))
-        session.file_steps.append(Files(op="rewind", turn=turn, steps=done.steps))
+        session.apply(Files(op="rewind", turn=turn, steps=done.steps))
     return done
 
 
@@ -71,12 +70,8 @@ def redo_files(session: Session) -> Rewound:
         raise UndoRefused("no rewind of files to redo")
     done = take_out(session.ws, session.journal, list(reversed(last.steps)), "accept",
                     f"redo: files of turn {last.turn + 1} and after")
-    if done.steps:
-        rec = Files(op="redo", turn=last.turn, steps=done.steps, redone=last.steps)
-        session._record(rec)
-        session.file_steps.append(rec)
-        # the redo is an accept of those turns again: a later rewind takes it out too
-        session.accepts += [(last.turn, s) for s in done.steps]
+    if done.steps:  # (an accept of those turns again: a later rewind takes it out too)
+        session.apply(Files(op="redo", turn=last.turn, steps=done.steps, redone=last.steps))
     return done
 
 
@@ -97,10 +92,9 @@ def take_out(ws: Workspace, journal: Journal, step_ids: list[str], op: Literal["
             if not files:
                 continue
             writes = [Write(fc.path, before, after) for fc, before, after in files]
-            kind = "accept" if op == "accept" else "undo"
-            target = e.id if kind == "undo" else None
+            target = e.id if op == "undo" else None
             try:
-                done = journal.perform(ws, kind, f"{label}: {e.label}", writes, target=target)
+                done = journal.perform(ws, op, f"{label}: {e.label}", writes, target=target)
             except Exception as exc:  # the journal completes it on the next write; say so
                 out.notes.append(f"stopped half-way: {exc}")
                 break

@@ -12,54 +12,57 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Literal
 
 from app.core.conversation import context_budget as budgets
 from app.core.conversation import prompts
 from app.core.conversation.agent import AGENT_EVENTS, AgentHost, ProseOnly
+from app.core.conversation.context import ContextError, ContextFiles
 from app.core.conversation.log import SessionLog
 from app.core.conversation.records import (
     Accept,
     AgentRec,
+    Base,
     Context,
     End,
     Files,
-    Info,
+    Meta,
     Queue,
+    Reasoning,
     Rebase,
+    Record,
+    Reject,
+    Rewind,
     Snap,
+    Text,
     TurnRec,
+    Undo,
 )
 from app.core.conversation.review import Review
-from app.core.conversation.store import RecordingResolver
+from app.core.conversation.saving import Saving
+from app.core.conversation.store import RecordingResolver, ReplayResolver
 from app.core.conversation.turn import Turn, TurnState, end_record, restore_end
 from app.core.disk.journal import Entry, Journal
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
+from app.core.edits import rebase
 from app.core.edits.diff import PendingDiff
-from app.core.edits.formats import choose, fragments, make_parser
+from app.core.edits.formats import fragments, make_parser
 from app.core.edits.formats.base import StreamParser
-from app.core.edits.hunks import OPEN, EditError, HunkState
+from app.core.edits.hunks import OPEN, EditError, HunkState, Resolver
 from app.core.events import (
-    Connected,
-    Done,
     Error,
+    Event,
     FileEdit,
     FileWrite,
     ReasoningDelta,
     Retrying,
     TextDelta,
-    Usage,
 )
 from app.core.provider import Provider, Request
-from app.core.text.textfile import NotText
 
 __all__ = ["ContextError", "Session", "Turn", "TurnState", "end_record", "restore_end"]
-
-
-class ContextError(ValueError):
-    """A file asked for as context cannot be used (outside the workspace, binary...)."""
 
 
 class Session:
@@ -68,13 +71,11 @@ class Session:
                  temperature: float | None = None) -> None:
         self.ws = ws
         self.provider = provider
-        self.log: SessionLog | None = None  # where it is saved (app/core/conversation/log.py), if it is
+        self.saving = Saving(self)  # where it is saved, if it is (app/core/conversation/saving.py)
         self.fmt_choice = fmt
         self.fmt = fmt
         self.fmt_reason = ""  # why this answer's format was chosen (shown in its title)
-        self.context: list[str] = []
-        self.outlined: set[str] = set()  # context files sent as their outline only
-        self._outline_tokens: dict[tuple, int] = {}
+        self.files = ContextFiles(ws)  # what the model is shown (app/core/conversation/context.py)
         for p in context or []:
             self.add_context(p)
         self.max_tokens = max_tokens
@@ -92,6 +93,7 @@ class Session:
         self._parser: StreamParser | None = None  # the answer streaming now
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
+        self._messages: list[dict[str, str]] = []  # the request now streaming
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
         self.journal = Journal.for_workspace(ws)
         # one write at a time (accept, undo), shared with the live rebase (app/core/git/sync.py)
@@ -100,69 +102,47 @@ class Session:
         self.accepts: list[tuple[int, str]] = []
         self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
         self.rejections: list[str] = []  # earlier change sets' rejected proposals, and why
-        self._resolver = ws  # what the pending diff reads bases through
-        self._logged_lists: tuple[list[str], list[str]] = ([], [])
-        self.branch: str | None = None
-        self.created = time.time()
-        self.forked_from: str | None = None
+        self._resolver: Resolver = ws  # what the pending diff reads bases through
 
-    # -- context ---------------------------------------------------------------------------
+    # -- context (app/core/conversation/context.py) -------------------------------------------
+    @property
+    def context(self) -> list[str]:
+        return self.files.paths
+
+    @property
+    def outlined(self) -> set[str]:
+        return self.files.outlined
+
     def add_context(self, raw: str, *, outline: bool = False) -> str:
         """A file for the model to see: whole, or (`outline`) only its definitions."""
-        try:
-            rel = self.ws.check_path(raw)
-        except ValueError as exc:
-            raise ContextError(str(exc)) from None
-        if not self.ws.abspath(rel).is_file():
-            raise ContextError(f"{rel}: no such file")
-        if outline:
-            self.outlined.add(rel)
-        else:
-            self.outlined.discard(rel)
-        if rel not in self.context:
-            self.context.append(rel)
-            self._log_lists()
+        rel = self.files.add(raw, outline=outline)
+        self.saving.save_lists()
         return rel
 
     def remove_context(self, rel: str) -> None:
-        if rel in self.context:
-            self.context.remove(rel)
-            self._log_lists()
-        self.outlined.discard(rel)
+        self.files.remove(rel)
+        self.saving.save_lists()
 
     def file_tokens(self, rel: str, *, outline: bool | None = None) -> int:
-        """Estimated tokens of a context file as it would be sent (a stat, or the outline
-        read once per version of the file)."""
-        outline = rel in self.outlined if outline is None else outline
-        try:
-            st = self.ws.abspath(rel).stat()
-        except OSError:
-            return 0
-        if not outline:
-            return int(st.st_size / budgets.CHARS_PER_TOKEN) + 8
-        key = (rel, st.st_mtime_ns, st.st_size)
-        if key not in self._outline_tokens:
-            try:
-                lines = budgets.outline(self.ws.snapshot(rel))
-            except (NotText, OSError):
-                lines = []
-            self._outline_tokens[key] = budgets.estimate_tokens("\n".join(lines)) + 16
-        return self._outline_tokens[key]
+        return self.files.tokens(rel, outline=outline)
 
     def budget(self, draft: str = "") -> budgets.Budget:
         """The next request's size against the model's context window. A follow-up carries
         the conversation so far; a new question the context files."""
         fmt = self.fmt if self.turn else self.fmt_choice
-        used = budgets.estimate_tokens(prompts.system_prompt(fmt))
-        used += budgets.estimate_tokens(draft)
-        files = {rel: self.file_tokens(rel) for rel in self.context}
-        if self._open_change_set():
-            used += sum(budgets.estimate_tokens(m["content"]) for m in self.history)
-        else:
-            used += sum(files.values())
-        return budgets.Budget(used, self.provider.context_window, files)
+        follow = self._open_change_set()
+        sent = [prompts.system_prompt(fmt), draft, *(m["content"] for m in self.history if follow)]
+        return self.files.budget(sent, self.provider.context_window, files=not follow)
 
     # -- state -----------------------------------------------------------------------------
+    @property
+    def log(self) -> SessionLog | None:
+        return self.saving.log
+
+    @log.setter
+    def log(self, log: SessionLog | None) -> None:
+        self.saving.log = log
+
     @property
     def turn(self) -> Turn | None:
         return self.turns[-1] if self.turns else None
@@ -178,15 +158,6 @@ class Session:
     def _open_change_set(self) -> bool:
         return self.pending is not None and any(h.state in OPEN or h.state == HunkState.STREAMING
                                                 for h in self.pending.hunks)
-
-    def _snapshot_context(self) -> list[Snapshot]:
-        snaps = []
-        for rel in self.context:
-            try:
-                snaps.append(self.ws.snapshot(rel).prepare())
-            except NotText as exc:
-                raise ContextError(str(exc)) from None
-        return snaps
 
     @property
     def tentative(self) -> str:
@@ -224,12 +195,7 @@ class Session:
         errors = self.refused
         if not errors or self.streaming or self.pending is None:
             return None
-        snaps = []
-        for path in dict.fromkeys(e.path for e in errors if e.path):
-            with contextlib.suppress(ValueError, NotText, OSError):
-                snap = self.ws.snapshot(self.ws.check_path(path))
-                if snap.exists:
-                    snaps.append(snap)
+        snaps = self.files.now(e.path for e in errors if e.path)
         text = prompts.retry_message([(e.path, e.message) for e in errors], snaps)
         content = prompts.steer_message(text, self.pending.hunks, interrupted=False)
         return self._start("retry the edits that could not be applied", "follow-up",
@@ -309,7 +275,7 @@ class Session:
 
     def enqueue(self, message: str) -> None:
         self.queue.append(message)
-        self._log_lists()
+        self.saving.save_lists()
 
     def _cancel(self) -> bool:
         task = self._task
@@ -326,25 +292,17 @@ class Session:
         return True
 
     def _start(self, instruction: str, kind: Literal["ask", "redirect", "follow-up"], *,
-               turn: Turn | None = None, content: str | None = None, events=None) -> Turn:
+               turn: Turn | None = None, content: str | None = None,
+               events: AsyncIterator[Event] | None = None) -> Turn:
         previous = self.turn
         caps = self.provider.capabilities
         snapshots: list[Snapshot] | None = None
         if kind == "ask":
-            snapshots = self._snapshot_context()
-            if self.fmt_choice != "auto":
-                fmt, self.fmt_reason = self.fmt_choice, "as asked (--format)"
-            else:
-                choice = choose(caps, self.provider.model, [len(s.lines) for s in snapshots])
-                fmt, self.fmt_reason = choice.fmt, choice.reason
-            cut = self._continues()
-            outlines = {s.path: budgets.outline(s) for s in snapshots if s.path in self.outlined}
-            content = prompts.first_message(
-                instruction, snapshots, outlines, rejected=self._rejected_so_far(),
-                interrupted=cut and previous is not None and previous.state == "interrupted")
-            if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
-                fmt, content = "agent", instruction
-                self.fmt_reason = "the agent edits files itself"
+            snapshots = self.files.snapshots()
+            fmt, self.fmt_reason, content = prompts.opening(
+                instruction, snapshots, self.files.outlines(snapshots), caps,
+                self.provider.model, self.fmt_choice, rejected=self._rejected_so_far(),
+                interrupted=previous is not None and previous.state == "interrupted")
         else:
             assert self.pending is not None and previous is not None
             if (self.fmt == "agent") != caps.agent:  # a resumed session, another back-end
@@ -363,20 +321,10 @@ class Session:
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
                       time=time.time())
         self._open_turn(rec, turn, snapshots)
-        # a whole-file answer mostly repeats the files: a back-end with predicted outputs
-        # gets them as the prediction (it streams the unchanged parts at once)
-        prediction = (prompts.prediction(bases)
-                      if caps.predicted_outputs and fmt == "whole" and kind == "ask" else None)
-        # a grammar-constrained back-end (llama.cpp) is held to the format's shape (a first
-        # answer: a redirect or follow-up continues where the grammar would not fit)
-        grammar = (prompts.grammar(fmt, bases)
-                   if caps.grammar and caps.prefill and kind == "ask" else None)
-        max_tokens = self.max_tokens
-        if max_tokens is None and caps.model_class == "tiny":
-            max_tokens = prompts.answer_budget(bases)
-        req = Request(self._messages, model=self.provider.model, max_tokens=max_tokens,
-                      temperature=self.temperature, prefill=prefill, prediction=prediction,
-                      grammar=grammar, context=list(self.context))
+        req = prompts.request(self._messages, caps, self.provider.model, fmt, bases,
+                              first=kind == "ask", prefill=prefill, max_tokens=self.max_tokens,
+                              temperature=self.temperature, context=list(self.context))
+        assert self._parser is not None  # _open_turn made this answer's parser
         self._task = asyncio.get_running_loop().create_task(
             self._run(turn, req, self._parser, events))
         return turn
@@ -412,8 +360,8 @@ class Session:
         known = frozenset(s.path for s in self._snapshots)
         self._parser = ProseOnly() if rec.agent else make_parser(self.fmt, known, self.ws.has_file)
         self._messages = messages
-        self._record(rec)
-        self._log_lists()
+        self.saving.save(rec)
+        self.saving.save_lists()
         if rec.prefill:
             self._feed(turn, rec.prefill)
 
@@ -431,11 +379,15 @@ class Session:
         return (self.rejections + fresh)[-prompts.REJECTIONS_KEPT:]
 
     def _feed(self, turn: Turn, text: str) -> None:
+        """Text of the answer `turn` that did not come from the back-end now (a prefill, or
+        the text a resume reads back), through the answer's parser."""
+        assert self.pending is not None and self._parser is not None  # a turn is open
         turn.chunks.append(text)
         turn.size += len(text)
-        self.pending.feed(self._parser.feed(text))  # type: ignore[union-attr]
+        self.pending.feed(self._parser.feed(text))
 
-    async def _run(self, turn: Turn, req: Request, parser, events=None) -> None:
+    async def _run(self, turn: Turn, req: Request, parser: StreamParser,
+                   events: AsyncIterator[Event] | None = None) -> None:
         pending = self.pending
         assert pending is not None
         log = self.log
@@ -443,8 +395,7 @@ class Session:
         try:
             async for ev in events if events is not None else self.provider.stream(req):
                 turn.last_data = clock()  # what a stall is measured from
-                t = type(ev)
-                if t is TextDelta:
+                if type(ev) is TextDelta:  # (types compared by identity: the hot path)
                     if turn.first_token is None:
                         turn.first_token = time.perf_counter()
                         turn.state = "streaming"
@@ -455,32 +406,18 @@ class Session:
                     if log is not None:  # after the feed: a base it read is logged first
                         log.text(ev.text)
                     self.wake()
-                elif t is ReasoningDelta:
-                    if turn.first_token is None:
-                        turn.first_token = time.perf_counter()
-                        turn.state = "streaming"
-                    turn.reasoning.append(ev.text)
-                    if log is not None:
-                        log.reasoning(ev.text)
-                elif t is Connected:
-                    turn.connected = time.perf_counter()
-                elif t is Usage:
-                    turn.usage = ev
-                elif t is Retrying:  # the back-end waits, then asks again: say so on screen
-                    turn.retries.append(ev)
-                    turn.retry_at = turn.last_data + ev.delay
-                    self.wake()
-                elif t is Error:
-                    turn.error = ev
-                elif t is Done:
-                    turn.finish_reason = ev.finish_reason
-                    turn.server_tokens_per_s = ev.server_tokens_per_s
-                elif t in AGENT_EVENTS:
-                    if t is FileEdit or t is FileWrite:
-                        self._record(AgentRec(kind="edit", path=ev.path, old=ev.old, new=ev.new)
-                                     if t is FileEdit else
-                                     AgentRec(kind="write", path=ev.path, new=ev.content))
+                elif type(ev) in AGENT_EVENTS:
+                    if type(ev) is FileEdit:
+                        self.saving.save(AgentRec(kind="edit", path=ev.path, old=ev.old, new=ev.new))
+                    elif type(ev) is FileWrite:
+                        self.saving.save(AgentRec(kind="write", path=ev.path, new=ev.content))
                     self.agent.handle(turn, ev)
+                else:  # reasoning, the connection, usage, a retry, an error, the end
+                    turn.take(ev)
+                    if type(ev) is ReasoningDelta and log is not None:
+                        log.reasoning(ev.text)
+                    elif type(ev) is Retrying:  # the back-end waits: say so on screen
+                        self.wake()
         except asyncio.CancelledError:
             if turn.live:
                 self._finalize(turn, parser, interrupted=True)
@@ -493,17 +430,10 @@ class Session:
             self._task = None
             self.start(self.queue.pop(0))
 
-    def _finalize(self, turn: Turn, parser, *, interrupted: bool) -> None:
-        turn.ended = time.perf_counter()
-        if interrupted:
-            turn.state = "interrupted"
-            turn.finish_reason = turn.finish_reason or "cancelled"
-        elif turn.error is not None:
-            turn.state = "error"
-        else:
-            turn.state = "done"
+    def _finalize(self, turn: Turn, parser: StreamParser | None, *, interrupted: bool) -> None:
+        assert parser is not None and self.pending is not None  # an answer is open
+        turn.end(interrupted=interrupted)
         pending = self.pending
-        assert pending is not None
         pending.feed(parser.finish(complete=turn.complete))
         pending.finish()
         self.agent.end_turn()
@@ -513,78 +443,129 @@ class Session:
         if not turn.failed:
             self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
         if self.log is not None:
-            self._record(end_record(turn))
-            self._log_lists()
+            self.saving.save(end_record(turn))
+            self.saving.save_lists()
 
-    # -- saving (app/core/conversation/log.py) -----------------------------------------------------
-    def _record(self, rec) -> None:
-        if self.log is not None:
-            self.log.append(rec)
-            if type(rec) in (TurnRec, End, Accept) or rec.t in ("reject", "undo"):
-                self.log.summary(self.info())
+    # -- the log (app/core/conversation/log.py): what each record does ---------------------
+    def apply(self, rec: Record) -> None:
+        """Take a record of the session's log in: the one place that says what each record
+        does. A resume applies the log's records in order (`replay`), through the code that
+        made them; live, a record made outside the session (the files a rewind took out,
+        the end of an answer a kill cut short, the lists the UI edits) is applied, and saved.
+        Meta, Base and Rewind records do nothing here: the store writes the header, a replay
+        reads the bases in order (store.ReplayResolver), a rewind is folded away (fold)."""
+        turn, pending = self.turn, self.pending
+        match rec:
+            case TurnRec():  # saved as it opens (before the bases its prefill reads)
+                if turn is not None and turn.live:  # the log left the answer before it open
+                    self._end_as(turn, None)
+                snaps = None if rec.bases is None else [b.snapshot().prepare() for b in rec.bases]
+                self._open_turn(rec, Turn(rec.instruction, rec.kind, steered_at=rec.steered_at),
+                                snaps)
+                return
+            case End() if turn is not None and turn.live:
+                self._end_as(turn, rec)  # saved as the answer ends
+                return
+            case Rebase():  # saved as the rebase runs (on_rebase)
+                fd = pending.files.get(rec.path) if pending is not None else None
+                if fd is not None:
+                    snap = rec.snap.snapshot().prepare() if rec.snap is not None else None
+                    rebase.apply(fd, rebase.DiskRead(rec.path, snap, rec.reason))
+                return
+            case Meta() | Base() | Rewind():
+                return
+            case Text() if turn is not None and turn.live:
+                turn.state = "streaming"
+                self._feed(turn, rec.s)
+            case Reasoning() if turn is not None:
+                turn.reasoning.append(rec.s)
+            case AgentRec():
+                self.agent.replay(rec)
+            case Accept() | Reject() | Undo() if self.review is not None:
+                self.review.replay(rec)
+                if isinstance(rec, Accept):
+                    self._checkpoint(rec)
+            case Queue():
+                self.queue[:] = rec.items
+            case Context():
+                self.context[:] = rec.items
+            case Files():
+                self.file_steps.append(rec)
+                if rec.op == "redo":  # an accept of those turns again: a later rewind takes
+                    self.accepts += [(rec.turn, s) for s in rec.steps]  # it out too
+        self.saving.save(rec)
 
-    def _log_lists(self) -> None:
-        """The queue and the context, when they changed since they were last logged (the UI
-        edits the queue in place; this runs at every turn boundary and decision too)."""
-        if self.log is None:
-            return
-        queue, context = self._logged_lists
-        if self.queue != queue:
-            self._record(Queue(items=list(self.queue)))
-        if self.context != context:
-            self._record(Context(items=list(self.context)))
-        self._logged_lists = (list(self.queue), list(self.context))
+    def replay(self, records: list[Record]) -> End | None:
+        """Rebuild the session from a log's records (`apply`), saving nothing again: the
+        bases come from the records. Returns the End it gave an answer the log left open (the
+        process died while it streamed), for the caller to apply once saving again."""
+        log, self.log = self.log, None
+        self._resolver = ReplayResolver(self.ws, records)
+        try:
+            for rec in records:
+                self.apply(rec)
+            turn = self.turn
+            cut = self._end_as(turn, None) if turn is not None and turn.live else None
+        finally:
+            self.log = log
+            self._resolver = self.ws if log is None else self._recording_resolver()
+            if self.pending is not None:
+                self.pending.resolver = self._resolver
+        self.saving.lists_saved()
+        return cut
 
-    def _decided(self, rec) -> None:
-        """A decision of the review, for the log; an accept is a checkpoint of this turn."""
+    def _end_as(self, turn: Turn, rec: End | None) -> End:
+        """End a replayed answer as its record says, or as interrupted where the log stops."""
+        if rec is None:
+            rec = End(state="interrupted", finish_reason="cancelled", deltas=len(turn.chunks))
+        restore_end(turn, rec)
+        self._finalize(turn, self._parser, interrupted=rec.state == "interrupted")
+        if rec.state != "interrupted":
+            turn.state = rec.state
+        turn.ended = turn.started + rec.elapsed
+        return rec
+
+    def _checkpoint(self, rec: Accept) -> None:
+        """An accept that wrote something is a checkpoint of its turn (rewind.py)."""
+        if rec.entry and rec.hunks:
+            self.accepts.append((rec.turn, rec.entry))
+
+    # -- saving (app/core/conversation/saving.py) ------------------------------------------
+    def _decided(self, rec: Accept | Reject | Undo) -> None:
+        """A decision the review carried out, for the log; an accept is a checkpoint of this
+        turn."""
         if type(rec) is Accept:
             rec.turn = max(len(self.turns) - 1, 0)
-            if rec.entry is not None and rec.hunks:
-                self.accepts.append((rec.turn, rec.entry))
-        self._record(rec)
-        self._log_lists()
+            self._checkpoint(rec)
+        self.saving.save(rec)
+        self.saving.save_lists()
 
     def _rebased(self, path: str, snap: Snapshot | None, reason: str) -> None:
         if self.log is not None:
-            self._record(Rebase(path=path, snap=None if snap is None else Snap.of(snap),
-                                reason=reason))
-
-    def info(self) -> Info:
-        """What `steer sessions` shows of this session."""
-        assert self.log is not None
-        pending = self.pending
-        open_ = sum(1 for h in pending.hunks if h.state in OPEN) if pending is not None else 0
-        first = self.turns[0].instruction if self.turns else ""
-        return Info(id=self.log.id, root=str(self.ws.root), branch=self.branch,
-                    created=self.created, updated=time.time(), first=first,
-                    turns=len(self.turns), open=open_, forked_from=self.forked_from)
+            self.saving.save(Rebase(path=path, snap=None if snap is None else Snap.of(snap),
+                                    reason=reason))
 
     def attach(self, log: SessionLog, *, branch: str | None = None, created: float | None = None,
                forked_from: str | None = None) -> None:
         """Save this session from now on into `log`: what follows is appended to it."""
-        self.log = log
-        self.branch = branch
-        self.created = created or time.time()
-        self.forked_from = forked_from
         self._resolver = self._recording_resolver()
         if self.pending is not None:
             self.pending.resolver = self._resolver
-        self._log_lists()
-        log.summary(self.info())
+        self.saving.attach(log, branch=branch, created=created, forked_from=forked_from)
 
     def _recording_resolver(self) -> RecordingResolver:
-        return RecordingResolver(self.ws, self._record)
+        return RecordingResolver(self.ws, self.saving.save)
 
     def reset(self) -> None:
         """Forget the conversation and the change set (a rewind replays what stands)."""
         if self.streaming:
             raise RuntimeError("an answer is streaming")
         self.turns, self.history, self.queue = [], [], []
-        self.context = []
+        self.context.clear()
         self.pending = self.review = None
         self._snapshots = []
         self.accepts, self.rejections, self.file_steps = [], [], []
-        self._logged_lists = ([], [])
+        self.saving.forget_lists()
         self.agent = AgentHost(self)
 
     # -- the journal ------------------------------------------------------------------------
@@ -611,6 +592,4 @@ class Session:
         self._cancel()
         await self.wait()
         await self.provider.aclose()
-        if self.log is not None:
-            self._log_lists()
-            await asyncio.to_thread(self.log.close)
+        await self.saving.close()

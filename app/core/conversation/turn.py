@@ -13,11 +13,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.core.conversation.records import End
+from app.core.conversation.records import End, TurnState
 from app.core.edits.diff import PendingDiff
-from app.core.events import Error, PlanItem, Retrying, ToolCall, Usage
+from app.core.events import (
+    Connected,
+    Done,
+    Error,
+    Event,
+    PlanItem,
+    ReasoningDelta,
+    Retrying,
+    ToolCall,
+    Usage,
+)
 
-TurnState = Literal["connecting", "streaming", "done", "interrupted", "error"]
+__all__ = ["Turn", "TurnState", "end_record", "restore_end"]
 
 
 @dataclass(eq=False)
@@ -109,6 +119,39 @@ class Turn:
     def complete(self) -> bool:
         return self.state == "done" and self.error is None and self.finish_reason == "stop"
 
+    def take(self, ev: Event) -> None:
+        """What an event tells of this answer's course: reasoning, the connection, usage, a
+        retry announced, an error, how it ended. (Its text goes through the session's
+        parser, its agent events to the agent host: app/core/conversation/session.py.)"""
+        if type(ev) is ReasoningDelta:
+            if self.first_token is None:
+                self.first_token = time.perf_counter()
+                self.state = "streaming"
+            self.reasoning.append(ev.text)
+        elif type(ev) is Connected:
+            self.connected = time.perf_counter()
+        elif type(ev) is Usage:
+            self.usage = ev
+        elif type(ev) is Retrying:  # the back-end waits, then asks again: say so on screen
+            self.retries.append(ev)
+            self.retry_at = (self.started if self.last_data is None else self.last_data) + ev.delay
+        elif type(ev) is Error:
+            self.error = ev
+        elif type(ev) is Done:
+            self.finish_reason = ev.finish_reason
+            self.server_tokens_per_s = ev.server_tokens_per_s
+
+    def end(self, *, interrupted: bool) -> None:
+        """The answer ended: stopped (Esc, a redirect, a steer), failed, or done."""
+        self.ended = time.perf_counter()
+        if interrupted:
+            self.state = "interrupted"
+            self.finish_reason = self.finish_reason or "cancelled"
+        elif self.error is not None:
+            self.state = "error"
+        else:
+            self.state = "done"
+
 
 def end_record(turn: Turn) -> End:
     """A turn's end as the session log keeps it: how it ended and its figures (durations,
@@ -134,7 +177,7 @@ def restore_end(turn: Turn, rec: End) -> None:
     turn.usage = Usage(*rec.usage) if rec.usage else None
     turn.server_tokens_per_s = rec.server_tps
     turn.finish_reason = rec.finish_reason
-    turn.error = Error(rec.error[0], rec.error[1]) if rec.error else None  # type: ignore[arg-type]
+    turn.error = Error(rec.error[0], rec.error[1]) if rec.error else None
     turn.plan = [PlanItem(*p) for p in rec.plan]
     turn.tools = {c[0]: ToolCall(*c) for c in rec.tools}
     turn.retries = [Retrying(*r) for r in rec.retries]
