@@ -20,7 +20,7 @@ from app.core.conversation.session import Session
 from app.core.disk.workspace import Workspace
 from app.core.events import Done, Error, Event, Retrying, TextDelta
 from app.core.provider import Provider, Request
-from app.providers import retry
+from app.providers import http_stream
 from app.providers.openai_chat import OpenAIChat
 from app.providers.openai_responses import OpenAIResponses
 from app.server.chat_server import ChatServer
@@ -180,14 +180,14 @@ async def test_a_refused_connection_is_retried_visibly_then_says_what_to_do(tran
 
 
 def test_retry_after_in_seconds_an_http_date_or_milliseconds():
-    assert retry.server_wait({"Retry-After": "7"}) == 7.0
-    assert retry.server_wait({"retry-after-ms": "250"}) == 0.25
-    assert retry.server_wait({"Retry-After": "-3"}) == 0.0
-    assert retry.server_wait({}) is None and retry.server_wait({"Retry-After": "soon"}) is None
-    later = retry.server_wait({"Retry-After": formatdate(time.time() + 30, usegmt=True)})
+    assert http_stream.server_wait({"Retry-After": "7"}) == 7.0
+    assert http_stream.server_wait({"retry-after-ms": "250"}) == 0.25
+    assert http_stream.server_wait({"Retry-After": "-3"}) == 0.0
+    assert http_stream.server_wait({}) is None and http_stream.server_wait({"Retry-After": "soon"}) is None
+    later = http_stream.server_wait({"Retry-After": formatdate(time.time() + 30, usegmt=True)})
     assert later is not None and 27 < later <= 30
-    assert retry.delay(None, 2) == 2.0 and retry.delay(3.0, 0) == 3.0
-    assert retry.delay(retry.MAX_WAIT + 1, 0) is None
+    assert http_stream.delay(None, 2) == 2.0 and http_stream.delay(3.0, 0) == 3.0
+    assert http_stream.delay(http_stream.MAX_WAIT + 1, 0) is None
 
 
 # -- the session and the texts ---------------------------------------------------------------

@@ -57,6 +57,7 @@ from app.core.events import (
     Connected,
     Done,
     Error,
+    ErrorKind,
     Event,
     FileEdit,
     FileRead,
@@ -127,7 +128,7 @@ class _Pipe:
 
     async def close(self) -> None:
         if self.proc.stdin is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(OSError, RuntimeError):  # the pipe or the loop is gone
                 self.proc.stdin.close()
 
 
@@ -190,7 +191,9 @@ class AcpAgent(Provider):
         self._stderr.clear()
         self._stderr_task = asyncio.create_task(self._read_stderr(proc))
         self._pipe = _Pipe(proc)
-        self._conn = ClientSideConnection(_Client(self), self._pipe)
+        # acp serves a client that implements part of its Client protocol (it answers "method
+        # not found" for the rest): steer offers an agent files and permissions only
+        self._conn = ClientSideConnection(_Client(self), self._pipe)  # type: ignore[arg-type]
         caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
                                   terminal=False)
         try:
@@ -213,13 +216,15 @@ class AcpAgent(Provider):
             return await asyncio.wait_for(call, limit)
         except TimeoutError:
             raise AgentFailed(f"the agent did not answer within {limit:.0f} s of starting") from None
-        except Exception as exc:
+        except Exception as exc:  # whatever the agent's side raised: _explain words it
             kind, message = await self._explain(exc)
             raise AgentFailed(message) from None
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
-        with contextlib.suppress(Exception):
+        # stderr is only read for an error's last words: a line over the limit (ValueError)
+        # or a broken pipe ends the reading, never the agent
+        with contextlib.suppress(ValueError, OSError):
             async for line in proc.stderr:
                 text = line.decode("utf-8", "replace").rstrip()
                 if text:
@@ -229,8 +234,8 @@ class AcpAgent(Provider):
         conn, proc = self._conn, self._proc
         self._conn, self._session_id = None, ""
         if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.close()
+            with contextlib.suppress(Exception):  # stopping it: what the connection raises as
+                await conn.close()  # it goes (the library's own errors) changes nothing
         if proc is not None and proc.returncode is None:
             for sig, grace in ((None, 1.0), (signal.SIGTERM, 2.0), (signal.SIGKILL, None)):
                 if sig is not None:
@@ -254,6 +259,7 @@ class AcpAgent(Provider):
     async def stream(self, request: Request) -> AsyncIterator[Event]:
         previous = self._prompt
         if previous is not None and not previous.done():  # a cancelled turn still settling
+            # how it ended was reported with that turn: only its settling matters here
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(previous), 5.0)
         try:
@@ -269,7 +275,13 @@ class AcpAgent(Provider):
         self._pipe.last = time.monotonic()
         prompt = self._prompt = asyncio.create_task(
             self._conn.prompt(session_id=self._session_id, prompt=self._blocks(request)))
-        prompt.add_done_callback(lambda t: (t.cancelled() or t.exception(), events.put_nowait(_END)))
+
+        def ended(t: asyncio.Task[Any]) -> None:
+            if not t.cancelled():
+                t.exception()  # retrieved (it is read below): asyncio never reports it lost
+            events.put_nowait(_END)
+
+        prompt.add_done_callback(ended)
         finished = False
         try:
             while True:
@@ -288,13 +300,13 @@ class AcpAgent(Provider):
                     yield ev
                     continue
                 finished = True
-                exc = prompt.exception()
-                if exc is None:
+                failure = prompt.exception()
+                if failure is None:
                     reason = prompt.result().stop_reason
                     yield Done(FINISH.get(reason, reason))
                 else:
-                    kind, message = await self._explain(exc)
-                    yield Error(kind, message)  # type: ignore[arg-type]
+                    kind, message = await self._explain(failure)
+                    yield Error(kind, message)
                     yield Done("error")
                     await self._stop()
                 return
@@ -316,15 +328,15 @@ class AcpAgent(Provider):
         """Esc: ACP's cancel. The agent answers the prompt with `cancelled` shortly."""
         conn, session = self._conn, self._session_id
         if conn is not None and session:
-            with contextlib.suppress(Exception):
-                await conn.cancel(session_id=session)
+            with contextlib.suppress(Exception):  # an agent past answering: the turn is
+                await conn.cancel(session_id=session)  # stopped on our side all the same
 
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _explain(self, exc: BaseException) -> tuple[str, str]:
+    async def _explain(self, exc: BaseException) -> tuple[ErrorKind, str]:
         """What went wrong, in words, once the connection failed."""
         pipe, proc = self._pipe, self._proc
         if pipe is not None and pipe.junk is not None:

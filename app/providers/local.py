@@ -66,6 +66,8 @@ def _silence() -> None:
     import llama_cpp
     from llama_cpp import _internals, llama, llama_chat_format
 
+    # each of these modules holds its own reference to the redirector: each is patched (the
+    # loop's `module` is a plain ModuleType to mypy, which knows no such attribute on it)
     for module in (llama, _internals, llama_chat_format):
         module.suppress_stdout_stderr = _NoRedirect  # type: ignore[attr-defined]
 

@@ -133,12 +133,15 @@ class ServedLocal(OpenAIResponses):
     capabilities = Capabilities(warm_up=True, prefill=True, native_steer=True, cancel="close",
                                 preferred_format="whole", model_class="tiny", grammar=True)
 
-    def __init__(self, model_path: str | None = None, **kw: object) -> None:
+    def __init__(self, model_path: str | None = None, *, connect_timeout: float = 10.0,
+                 stall_timeout: float = 120.0, retries: int = 2, steer_timeout: float = 3.0) -> None:
         self.model_path = str(Path(model_path).resolve()) if model_path else default_model_path()
         if self.model_path != default_model_path():  # another GGUF: priced as capable
             self.capabilities = replace(self.capabilities, preferred_format=None,
                                         model_class="capable")
-        super().__init__("http://127.0.0.1/v1", Path(self.model_path).stem, None, **kw)  # type: ignore[arg-type]
+        super().__init__("http://127.0.0.1/v1", Path(self.model_path).stem, None,
+                         connect_timeout=connect_timeout, stall_timeout=stall_timeout,
+                         retries=retries, steer_timeout=steer_timeout)
         self._found: tuple[str, str] | None = None
         self.server: dict | None = None  # the registry entry of the server in use (pid, port, log)
 

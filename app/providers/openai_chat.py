@@ -1,22 +1,21 @@
 """OpenAI-compatible Chat Completions over SSE: OpenAI, Cerebras, Groq, OpenRouter, Ollama,
 vLLM, llama.cpp's llama-server, LM Studio, and `steer serve`.
 
-The SSE framing is parsed here rather than with httpx-sse: at 20,000 events/s its
-per-line generator layers cost more than the rest of the client together, and the
-framing we need (data lines, blank-line terminators) is a dozen lines.
+The request, its retries and the SSE framing are app/providers/http_stream.py's; here is what
+Chat Completions puts in a request and in each chunk of its answer.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
-from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
+from app.core.events import Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import Capabilities, Provider, Request
-from app.providers import retry
+from app.providers import http_stream
 
 
 class OpenAIChat(Provider):
@@ -49,7 +48,9 @@ class OpenAIChat(Provider):
             if not isinstance(m, dict) or (self.model and m.get("id") not in (self.model, None)
                                            and len(data) > 1):
                 continue
-            meta = m.get("meta") if isinstance(m.get("meta"), dict) else {}
+            meta = m.get("meta")
+            if not isinstance(meta, dict):
+                meta = {}
             for value in (m.get("max_model_len"), m.get("context_length"), meta.get("n_ctx"),
                           meta.get("n_ctx_train")):
                 if isinstance(value, int) and value > 0:
@@ -59,11 +60,8 @@ class OpenAIChat(Provider):
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def _redact(self, text: str) -> str:
-        return retry.redact(text, self._key)
-
-    def _body(self, req: Request) -> dict:
-        body: dict = {
+    def _body(self, req: Request) -> dict[str, Any]:
+        body: dict[str, Any] = {
             "model": req.model or self.model,
             "messages": req.messages,
             "stream": True,
@@ -77,142 +75,85 @@ class OpenAIChat(Provider):
             body["prediction"] = {"type": "content", "content": req.prediction}
         return body
 
-    async def stream(self, req: Request) -> AsyncIterator[Event]:
-        headers = {"Accept": "text/event-stream"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        url = f"{self.base_url}/chat/completions"
-        body = self._body(req)
-        attempt = 0
-        while True:
-            finish: str | None = None
-            speed: list[float] = []  # the server's own tokens/s, when it reports one
-            got_text = False
-            retry_after: float | None = None
-            why = ""  # a failure retried (announced); "" for a resend the protocol asks for
-            try:
-                async with self._client.stream("POST", url, json=body, headers=headers) as resp:
-                    yield Connected()
-                    if resp.status_code != 200:
-                        code = resp.status_code
-                        refusal = await retry.read_refusal(resp, attempt, self.retries,
-                                                           self.key_env, self._key)
-                        if ("prediction" in body and code == 400
-                                and "predict" in refusal.detail.lower()):
-                            # not for this model (OpenAI takes it on gpt-4o/4.1 only): ask
-                            # again without, and do not send it again
-                            self.predicts = False
-                            body = self._body(req)
-                            retry_after = 0.0
-                        elif refusal.wait is not None:
-                            retry_after, why = refusal.wait, f"HTTP {code}"
-                        else:
-                            yield refusal.error
-                            yield Done("error")
-                            return
-                    else:
-                        async for data in _sse_data(resp):
-                            if data == "[DONE]":
-                                finish = finish or "stop"
-                                break
-                            try:
-                                obj = json.loads(data)
-                            except ValueError:
-                                yield Error("protocol", self._redact(
-                                    f"the server sent malformed JSON: {data[:120]!r}"))
-                                yield Done("error")
-                                return
-                            if obj.get("error"):
-                                e = obj["error"]
-                                msg = e.get("message", str(e)) if isinstance(e, dict) else str(e)
-                                yield Error("model", self._redact(f"the server reported an error: {msg}"))
-                                yield Done("error")
-                                return
-                            for ch in obj.get("choices") or ():
-                                delta = ch.get("delta") or {}
-                                text = delta.get("content")
-                                if text:
-                                    got_text = True
-                                    yield TextDelta(text)
-                                thought = delta.get("reasoning_content") or delta.get("reasoning")
-                                if thought:
-                                    yield ReasoningDelta(thought)
-                                if ch.get("finish_reason"):
-                                    finish = ch["finish_reason"]
-                            usage = obj.get("usage") or (obj.get("x_groq") or {}).get("usage")
-                            if usage:
-                                yield _usage(usage)
-                            if len(obj) > 5:  # speed fields ride on the last chunks only
-                                rate = _server_speed(obj)
-                                if rate is not None:
-                                    speed.append(rate)
-            except httpx.ReadTimeout:
-                yield retry.stall_error(self.base_url, self._client.timeout.read or 0)
-                yield Done("error")
-                return
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if attempt < self.retries and not got_text:
-                    retry_after, why = retry.backoff(attempt), retry.connect_reason(exc)
-                else:
-                    yield retry.connect_error(self.base_url, exc, attempt + 1)
-                    yield Done("error")
-                    return
-            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                yield Error("network", f"the connection to {self.base_url} dropped mid-answer "
-                            f"({retry.reason(exc)}); the answer is incomplete", retryable=True)
-                yield Done("error")
-                return
-            except httpx.HTTPError as exc:
-                yield Error("network", f"{self.base_url}: {retry.reason(exc)}", retryable=True)
-                yield Done("error")
-                return
-            if retry_after is not None:
-                attempt += 1
-                if why:  # never silent: the front-ends show it while we wait
-                    yield retry.announce(attempt, self.retries, retry_after, why)
-                await asyncio.sleep(retry_after)
-                continue
-            if finish is None:
-                yield Error("network", f"the stream from {self.base_url} ended without a finish "
-                            "reason; the answer is incomplete", retryable=True)
-                yield Done("error")
-                return
-            yield Done(finish, speed[-1] if speed else None)
-            return
+    def stream(self, req: Request) -> AsyncIterator[Event]:
+        to = http_stream.Endpoint(self._client, f"{self.base_url}/chat/completions",
+                                  self.base_url, self._key, self.key_env, self.retries,
+                                  self._client.timeout.read or 0)
+
+        def resend(status: int, detail: str) -> bool:
+            # a prediction is not for every model (OpenAI takes it on gpt-4o/4.1 only): ask
+            # again without, and never send one again
+            if status == 400 and req.prediction and self.predicts and "predict" in detail.lower():
+                self.predicts = False
+                return True
+            return False
+
+        return http_stream.stream(to, lambda: self._body(req),
+                                  lambda: _Answer(self.base_url, self._key), resend=resend)
 
 
-def _usage(usage: dict) -> Usage:
+class _Answer:
+    """One Chat Completions answer, chunk by chunk (http_stream.Reader)."""
+
+    def __init__(self, where: str, key: str | None) -> None:
+        self.where = where
+        self.key = key
+        self.finish: str | None = None
+        self.speed: list[float] = []  # the server's own tokens/s, when it reports one
+        self.failure: Error | None = None
+
+    def feed(self, data: str) -> tuple[list[Event], bool]:
+        if data == "[DONE]":
+            self.finish = self.finish or "stop"
+            return [], True
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            self.failure = Error("protocol", http_stream.redact(
+                f"the server sent malformed JSON: {data[:120]!r}", self.key))
+            return [], True
+        if obj.get("error"):
+            e = obj["error"]
+            msg = e.get("message", str(e)) if isinstance(e, dict) else str(e)
+            self.failure = Error("model", http_stream.redact(
+                f"the server reported an error: {msg}", self.key))
+            return [], True
+        out: list[Event] = []
+        for ch in obj.get("choices") or ():
+            delta = ch.get("delta") or {}
+            text = delta.get("content")
+            if text:
+                out.append(TextDelta(text))
+            thought = delta.get("reasoning_content") or delta.get("reasoning")
+            if thought:
+                out.append(ReasoningDelta(thought))
+            if ch.get("finish_reason"):
+                self.finish = ch["finish_reason"]
+        usage = obj.get("usage") or (obj.get("x_groq") or {}).get("usage")
+        if usage:
+            out.append(_usage(usage))
+        if len(obj) > 5:  # speed fields ride on the last chunks only
+            rate = _server_speed(obj)
+            if rate is not None:
+                self.speed.append(rate)
+        return out, False
+
+    def end(self, attempts: int) -> list[Event]:
+        if self.failure is not None:
+            return [self.failure, Done("error")]
+        if self.finish is None:
+            return [Error("network", f"the stream from {self.where} ended without a finish "
+                          "reason; the answer is incomplete", retryable=True), Done("error")]
+        return [Done(self.finish, self.speed[-1] if self.speed else None)]
+
+
+def _usage(usage: dict[str, Any]) -> Usage:
     details = usage.get("completion_tokens_details") or {}
     return Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0,
                  details.get("accepted_prediction_tokens"), details.get("rejected_prediction_tokens"))
 
 
-async def _sse_data(resp: httpx.Response) -> AsyncIterator[str]:
-    """The `data:` payloads of an SSE stream (multi-line data joined with newlines)."""
-    buf = b""
-    data: list[str] = []
-    async for raw in resp.aiter_raw():
-        buf += raw
-        if b"\n" not in raw:
-            continue
-        lines = buf.split(b"\n")
-        buf = lines.pop()
-        for line in lines:
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if not line:
-                if data:
-                    yield "\n".join(data)
-                    data = []
-            elif line.startswith(b"data:"):
-                chunk = line[5:]
-                data.append((chunk[1:] if chunk.startswith(b" ") else chunk).decode("utf-8"))
-            # comments (":keep-alive"), event:, id:, retry: carry nothing we use
-    if data:
-        yield "\n".join(data)
-
-
-def _server_speed(obj: dict) -> float | None:
+def _server_speed(obj: dict[str, Any]) -> float | None:
     """The generation speed a server reports in its last chunk (llama-server, Cerebras, Groq)."""
     timings = obj.get("timings")  # llama-server
     if isinstance(timings, dict) and timings.get("predicted_per_second"):
@@ -220,8 +161,8 @@ def _server_speed(obj: dict) -> float | None:
     info = obj.get("time_info")  # Cerebras
     usage = obj.get("usage") or {}
     if isinstance(info, dict) and info.get("completion_time") and usage.get("completion_tokens"):
-        return usage["completion_tokens"] / float(info["completion_time"])
+        return float(usage["completion_tokens"]) / float(info["completion_time"])
     groq = (obj.get("x_groq") or {}).get("usage") or {}
     if groq.get("completion_time") and groq.get("completion_tokens"):
-        return groq["completion_tokens"] / float(groq["completion_time"])
+        return float(groq["completion_tokens"]) / float(groq["completion_time"])
     return None

@@ -30,15 +30,21 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from ssl import SSLContext
+from typing import Any
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import (
+    ConnectionClosed,
+    InvalidHandshake,
+    InvalidStatus,
+    WebSocketException,
+)
 
 from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import Capabilities, Provider, Request, SteerRefused
-from app.providers import retry
-from app.providers.openai_chat import _sse_data
+from app.providers import http_stream
 from app.providers.responses_wire import message, to_input
 from app.providers.ws_pool import Closed, Socket, SocketPool
 
@@ -81,7 +87,7 @@ class OpenAIResponses(Provider):
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = 10.0, stall_timeout: float = 120.0, retries: int = 2,
-                 capabilities: Capabilities | None = None, ssl: object | None = None,
+                 capabilities: Capabilities | None = None, ssl: SSLContext | None = None,
                  transport: str = "websocket", steer_timeout: float = 3.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -105,7 +111,7 @@ class OpenAIResponses(Provider):
             return
         try:
             self.pool.idle.append(await self.pool.open())
-        except Exception:  # noqa: BLE001 - the request reports what is wrong, with its message
+        except (OSError, WebSocketException):  # the request reports it, with what to do
             pass
 
     async def _endpoint(self) -> tuple[str, str | None]:
@@ -131,7 +137,7 @@ class OpenAIResponses(Provider):
 
     # -- a request -------------------------------------------------------------------------
     def _redact(self, text: str) -> str:
-        return retry.redact(text, self._key)
+        return http_stream.redact(text, self._key)
 
     def _where(self) -> str:
         return ws_url(self.base_url)
@@ -185,12 +191,12 @@ class OpenAIResponses(Provider):
                     async for ev in self._stream_sse(fields, items):
                         yield ev
                     return
-                asked = retry.server_wait(exc.response.headers)
-                wait = retry.delay(asked, attempt)
+                asked = http_stream.server_wait(exc.response.headers)
+                wait = http_stream.delay(asked, attempt)
                 err = self._upgrade_error(exc, asked, attempt + 1)
                 if err.retryable and attempt < self.retries and wait is not None:
                     attempt += 1
-                    yield retry.announce(attempt, self.retries, wait, f"HTTP {status}")
+                    yield http_stream.announce(attempt, self.retries, wait, f"HTTP {status}")
                     await asyncio.sleep(wait)
                     continue
                 yield Connected()
@@ -209,16 +215,16 @@ class OpenAIResponses(Provider):
                     yield Done("error")
                     return
                 if attempt < self.retries and not getattr(exc, "final", False):
-                    wait = retry.backoff(attempt)
+                    wait = http_stream.backoff(attempt)
                     attempt += 1
-                    yield retry.announce(attempt, self.retries, wait, retry.connect_reason(exc))
+                    yield http_stream.announce(attempt, self.retries, wait, http_stream.connect_reason(exc))
                     await asyncio.sleep(wait)
                     continue
                 if getattr(exc, "final", False):  # the subclass said what happened, and what to do
                     err = Error("network", self._redact(f"cannot connect to {self._where()}: "
-                                                        f"{retry.reason(exc)}"), retryable=True)
+                                                        f"{http_stream.reason(exc)}"), retryable=True)
                 else:
-                    err = retry.connect_error(self._where(), exc, attempt + 1)
+                    err = http_stream.connect_error(self._where(), exc, attempt + 1)
                     err.message = self._redact(err.message)
                 yield err
                 yield Done("error")
@@ -253,7 +259,7 @@ class OpenAIResponses(Provider):
                 full = full or resend_full
                 attempt += 1
                 if why:  # a failure sent again (a protocol resend is not announced)
-                    yield retry.announce(attempt, self.retries, wait, why)
+                    yield http_stream.announce(attempt, self.retries, wait, why)
                 if wait:
                     await asyncio.sleep(wait)
                 continue
@@ -277,7 +283,7 @@ class OpenAIResponses(Provider):
                     async with asyncio.timeout_at(by):
                         obj = await frames.get()
                 except TimeoutError:
-                    ans.error = retry.stall_error(ws_url(self.base_url), self.stall_timeout)
+                    ans.error = http_stream.stall_error(ws_url(self.base_url), self.stall_timeout)
                     self.pool.discard(sock)
                     return
             first_by = None
@@ -333,8 +339,8 @@ class OpenAIResponses(Provider):
             if kind == "response.completed":
                 ans.finish = "stop"
             elif kind == "response.incomplete":
-                reason = (resp.get("incomplete_details") or {}).get("reason")
-                ans.finish = {"max_output_tokens": "length"}.get(reason, reason or "incomplete")
+                why = (resp.get("incomplete_details") or {}).get("reason") or "incomplete"
+                ans.finish = "length" if why == "max_output_tokens" else str(why)
             else:
                 e = resp.get("error") or {}
                 ans.error = Error("model", self._redact(
@@ -376,7 +382,7 @@ class OpenAIResponses(Provider):
                 self.pool.discard(sock)
                 return 0.0, True, ""
             status = _wire_status(err)
-            wait = retry.delay(retry.server_wait((err.get("error") or {}).get("headers")), attempt)
+            wait = http_stream.delay(http_stream.server_wait((err.get("error") or {}).get("headers")), attempt)
             if attempt < self.retries and wait is not None and status is not None \
                     and (status == 429 or status >= 500):
                 self.pool.release(sock)
@@ -398,17 +404,16 @@ class OpenAIResponses(Provider):
             sock.forget()
         if ans.finish != "steered" and not steer_pending:
             self.pool.release(sock)  # a steered socket goes on with the successor
-        out: list[Event] = []
-        if ans.wire_error is not None:
-            out.append(self._wire_error(ans.wire_error, attempts))
-        elif ans.error is not None:
-            out.append(ans.error)
-        elif ans.finish is None:
-            out.append(Error("network", "the stream ended without a terminal event; the answer "
-                             "is incomplete", retryable=True))
-        if len(out):
-            return [*out, Done("error")]
-        return [Done(ans.finish or "stop")]
+        return self._outcome(ans, attempts)
+
+    def _outcome(self, ans: _Answer, attempts: int = 1) -> list[Event]:
+        """How a response ended, as events (over the WebSocket or SSE)."""
+        err = (self._wire_error(ans.wire_error, attempts) if ans.wire_error is not None else
+               ans.error if ans.error is not None else
+               None if ans.finish is not None else
+               Error("network", "the stream ended without a terminal event; the answer is "
+                     "incomplete", retryable=True))
+        return [Done(ans.finish or "stop")] if err is None else [err, Done("error")]
 
     def _host(self) -> str:
         return ws_url(self.base_url).split("/")[2]
@@ -423,15 +428,15 @@ class OpenAIResponses(Provider):
         if status is None:
             err = Error("http", f"{ws_url(self.base_url)} refused the request: {msg}")
         else:
-            asked = retry.server_wait(e.get("headers"))
-            err = retry.status_error(status, self._host(), msg, key_env=self.key_env,
+            asked = http_stream.server_wait(e.get("headers"))
+            err = http_stream.status_error(status, self._host(), msg, key_env=self.key_env,
                                      asked=asked, attempts=attempts)
         err.message = self._redact(err.message)
         return err
 
     def _upgrade_error(self, exc: InvalidStatus, asked: float | None, attempts: int) -> Error:
         r = exc.response
-        err = retry.status_error(r.status_code, self._host(), retry.detail_of(r.body or b""),
+        err = http_stream.status_error(r.status_code, self._host(), http_stream.detail_of(r.body or b""),
                                  key_env=self.key_env, asked=asked, attempts=attempts)
         err.message = self._redact(err.message)
         return err
@@ -452,7 +457,7 @@ class OpenAIResponses(Provider):
             async with asyncio.timeout(self.steer_timeout):
                 ack = await wait
         except (TimeoutError, ConnectionClosed) as exc:
-            raise SteerRefused(f"the steer got no answer ({retry.reason(exc)})") from None
+            raise SteerRefused(f"the steer got no answer ({http_stream.reason(exc)})") from None
         finally:
             sock.steer_wait = None
         if ack.get("type") != "response.steer.accepted":
@@ -487,84 +492,42 @@ class OpenAIResponses(Provider):
             yield ev
 
     # -- the HTTP fallback -----------------------------------------------------------------
-    async def _stream_sse(self, fields: dict, items: list[dict]) -> AsyncIterator[Event]:
+    async def _stream_sse(self, fields: dict[str, Any], items: list[dict[str, Any]]
+                          ) -> AsyncIterator[Event]:
         base, key = await self._endpoint()
         if self._http is None:
+            verify: SSLContext | bool = self._ssl if self._ssl is not None else True
             self._http = httpx.AsyncClient(
                 timeout=httpx.Timeout(connect=self.connect_timeout, read=self.stall_timeout,
-                                      write=30.0, pool=30.0),
-                verify=self._ssl if self._ssl is not None else True)  # type: ignore[arg-type]
-        headers = {"Accept": "text/event-stream"}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        body = {**fields, "input": items, "stream": True}
+                                      write=30.0, pool=30.0), verify=verify)
         url = f"{base}/responses"
-        attempt = 0
-        while True:
-            ans = _Answer()
-            retry_after: float | None = None
-            why = ""
-            try:
-                async with self._http.stream("POST", url, json=body, headers=headers) as resp:
-                    yield Connected()
-                    ans.connected = True
-                    if resp.status_code != 200:
-                        refusal = await retry.read_refusal(resp, attempt, self.retries,
-                                                           self.key_env, key)
-                        if refusal.wait is not None:
-                            retry_after, why = refusal.wait, f"HTTP {resp.status_code}"
-                        else:
-                            yield refusal.error
-                            yield Done("error")
-                            return
-                    else:
-                        async for data in _sse_data(resp):
-                            try:
-                                obj = json.loads(data)
-                                obj["type"]
-                            except (ValueError, KeyError, TypeError):
-                                ans.error = Error("protocol", self._redact(
-                                    f"the server sent a malformed event: {data[:120]!r}"))
-                                break
-                            events, done = self._on_event(obj, ans)
-                            for ev in events:
-                                if type(ev) is not Connected:
-                                    yield ev
-                            if done:
-                                break
-            except httpx.ReadTimeout:
-                yield retry.stall_error(url, self.stall_timeout)
-                yield Done("error")
-                return
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if attempt < self.retries:
-                    retry_after, why = retry.backoff(attempt), retry.connect_reason(exc)
-                else:
-                    yield retry.connect_error(url, exc, attempt + 1)
-                    yield Done("error")
-                    return
-            except httpx.HTTPError as exc:
-                ans.error = ans.error or Error("network", f"the connection to {url} dropped "
-                                               f"mid-answer ({retry.reason(exc)}); the answer is "
-                                               "incomplete", retryable=True)
-            if retry_after is not None:
-                attempt += 1
-                yield retry.announce(attempt, self.retries, retry_after, why)
-                await asyncio.sleep(retry_after)
-                continue
-            if ans.wire_error is not None:
-                yield self._wire_error(ans.wire_error, attempt + 1)
-                yield Done("error")
-            elif ans.error is not None:
-                yield ans.error
-                yield Done("error")
-            elif ans.finish is None:
-                yield Error("network", "the stream ended without a terminal event; the answer is "
-                            "incomplete", retryable=True)
-                yield Done("error")
-            else:
-                yield Done(ans.finish)
-            return
+        to = http_stream.Endpoint(self._http, url, url, key, self.key_env, self.retries,
+                                  self.stall_timeout)
+        body = {**fields, "input": items, "stream": True}
+        async for ev in http_stream.stream(to, lambda: body, lambda: _SSEAnswer(self)):
+            yield ev
+
+
+class _SSEAnswer:
+    """One response over the SSE fallback, event by event (http_stream.Reader)."""
+
+    def __init__(self, provider: OpenAIResponses) -> None:
+        self.provider = provider
+        self.ans = _Answer(connected=True)
+
+    def feed(self, data: str) -> tuple[list[Event], bool]:
+        try:
+            obj = json.loads(data)
+            obj["type"]
+        except (ValueError, KeyError, TypeError):
+            self.ans.error = Error("protocol", self.provider._redact(
+                f"the server sent a malformed event: {data[:120]!r}"))
+            return [], True
+        events, done = self.provider._on_event(obj, self.ans)
+        return [ev for ev in events if type(ev) is not Connected], done
+
+    def end(self, attempts: int) -> list[Event]:
+        return self.provider._outcome(self.ans, attempts)
 
 
 def _wire_status(obj: dict) -> int | None:

@@ -80,7 +80,9 @@ def register(model_path: str, host: str, port: int, pid: int, *, log: str | None
     with locked():
         data = read()
         data.setdefault("token", secrets.token_urlsafe(32))
-        servers = data.get("servers") if isinstance(data.get("servers"), dict) else {}
+        servers = data.get("servers")
+        if not isinstance(servers, dict):
+            servers = {}
         servers[model_path] = {"host": host, "port": port, "pid": pid,
                                **({"log": log, "log_offset": log_offset} if log else {})}
         data["servers"] = servers

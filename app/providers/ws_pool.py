@@ -165,7 +165,7 @@ class SocketPool:
     async def aclose(self) -> None:
         if self._spare is not None:
             self._spare.cancel()
-            with contextlib.suppress(BaseException):
+            with contextlib.suppress(BaseException):  # cancelled just now: how it ended is moot
                 await self._spare
         for sock in list(self.idle):
             self.discard(sock)

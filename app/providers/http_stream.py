@@ -1,6 +1,11 @@
-"""Sending a failed request again, and saying so: the retry policy and the error wording the
-HTTP back-ends share (Chat Completions over SSE, the Responses WebSocket and its SSE fallback).
+"""Streaming a request over HTTP, as every HTTP back-end does it: Chat Completions over SSE
+(app/providers/openai_chat.py) and the Responses API's SSE fallback (openai_responses.py)
+run `stream` here; the Responses WebSocket shares its retry policy and error wording.
 
+- `stream` posts the request and reads the answer's SSE `data:` payloads (`sse_data`: the
+  framing is parsed here rather than with httpx-sse, whose per-line generator layers cost
+  more at 20,000 events/s than the rest of the client together); a back-end's `Reader`
+  turns each payload into events and says how the answer ended.
 - A request is sent again only while no answer text has arrived (no token lost or doubled),
   at most `retries` times: after a status that may pass (429, 5xx), a refused or timed-out
   connection, or a socket that closed before it answered. `retries + 1` requests at most.
@@ -10,21 +15,23 @@ HTTP back-ends share (Chat Completions over SSE, the Responses WebSocket and its
   retry-after-ms), else exponential backoff (0.5 s, 1 s, 2 s…). A server that asks for more
   than MAX_WAIT is not waited for: the error says how long, and the user retries when ready.
 - An error says what happened and what to do next, in one line, and names the variable the
-  key is read from (never the key).
+  key is read from (never the key); whatever the server says is shown with the key masked.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
 
 import httpx
 
-from app.core.events import Error, Retrying
+from app.core.events import Connected, Done, Error, Event, Retrying
 
 MAX_WAIT = 20.0  # seconds: longer than this, the user decides when to send again
 
@@ -95,7 +102,7 @@ def connect_reason(exc: BaseException) -> str:
     return text
 
 
-def detail_of(raw: bytes) -> str:
+def detail_of(raw: bytes | bytearray) -> str:
     """The server's own reason in an error body (OpenAI's `{"error": {"message"}}` or text)."""
     try:
         detail = json.loads(raw).get("error", {})
@@ -169,3 +176,119 @@ def connect_error(where: str, exc: BaseException, attempts: int = 1) -> Error:
 def stall_error(where: str, seconds: float) -> Error:
     return Error("stall", f"no data from {where} for {seconds:g} s; the answer was cut off. "
                  "Retry, or allow longer with --stall-timeout", retryable=True)
+
+
+# -- the stream ----------------------------------------------------------------------------------
+async def sse_data(resp: httpx.Response) -> AsyncIterator[str]:
+    """The `data:` payloads of an SSE stream (multi-line data joined with newlines)."""
+    buf = b""
+    data: list[str] = []
+    async for raw in resp.aiter_raw():
+        buf += raw
+        if b"\n" not in raw:
+            continue
+        lines = buf.split(b"\n")
+        buf = lines.pop()
+        for line in lines:
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line:
+                if data:
+                    yield "\n".join(data)
+                    data = []
+            elif line.startswith(b"data:"):
+                chunk = line[5:]
+                data.append((chunk[1:] if chunk.startswith(b" ") else chunk).decode("utf-8"))
+            # comments (":keep-alive"), event:, id:, retry: carry nothing we use
+    if data:
+        yield "\n".join(data)
+
+
+class Reader(Protocol):
+    """One attempt's answer, as one back-end reads it."""
+
+    def feed(self, data: str) -> tuple[list[Event], bool]:
+        """The events of one `data:` payload, and whether the answer is over (stop reading:
+        it ended, or the payload makes no sense)."""
+        ...
+
+    def end(self, attempts: int) -> list[Event]:
+        """How the answer ended, once the stream is closed: `Done`, or an error and
+        `Done("error")` (`attempts`: the requests it took)."""
+        ...
+
+
+@dataclass
+class Endpoint:
+    """Where a back-end posts its requests, and how it tells of them."""
+
+    client: httpx.AsyncClient
+    url: str
+    where: str  # how errors name the server
+    key: str | None  # sent as the bearer token, masked in anything the server says
+    key_env: str | None  # the variable it is read from (named in an error, never the key)
+    retries: int  # requests sent again at most, after the first
+    stall: float  # seconds without data that end the answer (the client's read timeout)
+
+
+async def stream(to: Endpoint, body: Callable[[], dict[str, Any]], reader: Callable[[], Reader], *,
+                 resend: Callable[[int, str], bool] | None = None) -> AsyncIterator[Event]:
+    """POST `body()` to `to.url` and yield the answer's events, sending the request again
+    (announced) while the policy above allows. `resend(status, detail)`: a refusal the
+    back-end answers by changing the request (True: it is sent again at once, unannounced)."""
+    headers = {"Accept": "text/event-stream"}
+    if to.key:
+        headers["Authorization"] = f"Bearer {to.key}"
+    attempt = 0
+    while True:
+        ans = reader()
+        wait: float | None = None
+        why = ""  # a failure retried (announced); "" for a resend the back-end asked for
+        try:
+            async with to.client.stream("POST", to.url, json=body(), headers=headers) as resp:
+                yield Connected()
+                if resp.status_code != 200:
+                    refusal = await read_refusal(resp, attempt, to.retries, to.key_env, to.key)
+                    if resend is not None and resend(resp.status_code, refusal.detail):
+                        wait = 0.0
+                    elif refusal.wait is not None:
+                        wait, why = refusal.wait, f"HTTP {resp.status_code}"
+                    else:
+                        yield refusal.error
+                        yield Done("error")
+                        return
+                else:
+                    async for data in sse_data(resp):
+                        events, over = ans.feed(data)
+                        for ev in events:
+                            yield ev
+                        if over:
+                            break
+        except httpx.ReadTimeout:
+            yield stall_error(to.where, to.stall)
+            yield Done("error")
+            return
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            if attempt >= to.retries:
+                yield connect_error(to.where, exc, attempt + 1)
+                yield Done("error")
+                return
+            wait, why = backoff(attempt), connect_reason(exc)
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            yield Error("network", f"the connection to {to.where} dropped mid-answer "
+                        f"({reason(exc)}); the answer is incomplete", retryable=True)
+            yield Done("error")
+            return
+        except httpx.HTTPError as exc:
+            yield Error("network", f"{to.where}: {reason(exc)}", retryable=True)
+            yield Done("error")
+            return
+        if wait is not None:
+            attempt += 1
+            if why:  # never silent: the front-ends show it while we wait
+                yield announce(attempt, to.retries, wait, why)
+            await asyncio.sleep(wait)
+            continue
+        for ev in ans.end(attempt + 1):
+            yield ev
+        return
