@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from pathlib import Path
 
 from app.config import PROVIDERS, ConfigError, load_settings  # noqa: F401 - ConfigError for the commands
 from app.core.edits.formats import FORMATS as EDIT_FORMATS
@@ -35,13 +34,6 @@ def provider_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--stall-timeout", type=float, help="seconds without data before giving up")
     g.add_argument("--agent", metavar="COMMAND",
                    help='run an ACP coding agent instead of a model, e.g. "codex-acp" or "gemini --acp"')
-
-
-def find_root(start: Path) -> Path:
-    """The repository's top level when `start` is inside one, else `start` itself."""
-    from app.core.git.repository import find_root as git_root
-
-    return git_root(start)
 
 
 def settings_from(args: argparse.Namespace):

@@ -17,12 +17,12 @@ from app.cli.common import (
     EXIT_USAGE,
     ConfigError,
     Parser,
-    find_root,
     finish_interrupted,
     lenient_stdout,
     provider_flags,
     settings_from,
 )
+from app.core.disk.git_dirs import find_root
 from app.core.faults import stop_point
 
 
@@ -229,7 +229,7 @@ def _accept_all(review, ws):
                 out.written += e.written
                 out.not_written += e.notes
                 out.recovered.append(f"completed the interrupted accept ({e.label})")
-        except Exception as again:
+        except Exception as again:  # as above: said, never a traceback
             out.messages.append(f"it is not complete ({again}); any steer command that writes, "
                                 "or `steer undo`, completes it")
         return out

@@ -12,8 +12,8 @@ from app.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     Parser,
-    find_root,
 )
+from app.core.disk.git_dirs import find_root
 
 
 # -- steer sessions / rewind -------------------------------------------------------------------

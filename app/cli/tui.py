@@ -12,10 +12,10 @@ from app.cli.common import (
     EXIT_USAGE,
     ConfigError,
     Parser,
-    find_root,
     provider_flags,
     settings_from,
 )
+from app.core.disk.git_dirs import find_root
 
 
 # -- steer [PATH]: the app ----------------------------------------------------------------------

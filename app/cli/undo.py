@@ -9,10 +9,10 @@ from app.cli.common import (
     EXIT_EDITS,
     EXIT_OK,
     Parser,
-    find_root,
     finish_interrupted,
     report_step,
 )
+from app.core.disk.git_dirs import find_root
 
 
 # -- steer undo --------------------------------------------------------------------------------

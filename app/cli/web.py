@@ -95,9 +95,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    from app.cli.common import EXIT_OK, EXIT_USAGE, find_root
+    from app.cli.common import EXIT_OK, EXIT_USAGE
     from app.core.conversation.records import SessionError
     from app.core.conversation.store import SessionStore, new_id
+    from app.core.disk.git_dirs import find_root
 
     args, rest = _parser().parse_known_args(argv)
     start = Path(args.path).resolve()

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from app.core.conversation.records import Files
-from app.core.disk.journal import Entry, FileChange, Journal, UndoRefused, Write
+from app.core.disk.journal import Entry, FileChange, Journal, StepFailed, UndoRefused, Write
+from app.core.disk.repo_lock import Busy
 from app.core.disk.workspace import Content, PathRefused, Workspace
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def take_out(ws: Workspace, journal: Journal, step_ids: list[str], op: Literal["
             target = e.id if op == "undo" else None
             try:
                 done = journal.perform(ws, op, f"{label}: {e.label}", writes, target=target)
-            except Exception as exc:  # the journal completes it on the next write; say so
+            except (StepFailed, Busy, OSError) as exc:  # the journal completes it; say so
                 out.notes.append(f"stopped half-way: {exc}")
                 break
             out.steps.append(done.id)

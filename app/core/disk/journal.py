@@ -215,7 +215,7 @@ class Journal:
                             [w.why for w in writes if not w.written and w.why]
                             + [f"{w.path}: a save made during the write is kept as {w.kept}"
                                for w in writes if w.kept])
-            except Exception as exc:
+            except Exception as exc:  # whatever stopped the step: the next write completes it
                 raise StepFailed(entry, exc) from exc
             return entry
 

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from app.core.disk.git_dirs import git_dir_of, is_git_dir
 from app.core.disk.rename import RENAME_EXCHANGE, RENAME_NOREPLACE, UNSUPPORTED, rename2
 from app.core.disk.rename import available as rename_available
 from app.core.disk.repo_lock import LOCK_TIMEOUT, RepoLock
@@ -105,13 +106,6 @@ def _rescue_name(name: str, tag: str) -> str:
     return f"{_short(name, 200)}.steer-saved-{tag}"
 
 
-def is_git_dir(path: Path) -> bool:
-    """git's own test (setup.c is_git_directory): HEAD, objects/ and refs/ together. Catches
-    bare repositories and git dirs under any name, not only `.git`."""
-    return ((path / "HEAD").is_file() or (path / "HEAD").is_symlink()) and \
-        (path / "objects").is_dir() and (path / "refs").is_dir()
-
-
 class Workspace:
     def __init__(self, root: str | os.PathLike[str], *, allow_read_only: bool = False) -> None:
         self.root = Path(os.path.realpath(root))
@@ -119,7 +113,8 @@ class Workspace:
             raise FileNotFoundError(f"workspace {root} is not a directory")
         self.allow_read_only = allow_read_only
         self.exchange = rename_available()  # turned off when the filesystem refuses it
-        self._git_dir: Path | None | bool = False  # False: not looked up yet
+        self._git_dir: Path | None = None
+        self._git_dir_found = False  # looked up once, on first use
         # a workspace inside a git dir (a bare repository's subfolder): everything is git's
         self._in_git_dir = any(is_git_dir(p) for p in self.root.parents)
 
@@ -534,16 +529,10 @@ class Workspace:
     @property
     def git_dir(self) -> Path | None:
         """The repository's git dir (`git rev-parse --git-dir`), None outside a repo."""
-        if self._git_dir is False:
-            self._git_dir = None
-            try:
-                import git  # gitpython; imported here so that plain reads stay fast
-
-                repo = git.Repo(self.root, search_parent_directories=True)
-                self._git_dir = Path(repo.git_dir)
-            except Exception:  # not a repository, or git missing: journal goes to the state dir
-                self._git_dir = None
-        return self._git_dir  # type: ignore[return-value]
+        if not self._git_dir_found:
+            self._git_dir = git_dir_of(self.root)  # None: the journal goes to the state dir
+            self._git_dir_found = True
+        return self._git_dir
 
     def state_dir(self) -> Path:
         """Where steer keeps this workspace's journal and sessions: inside .git when there is

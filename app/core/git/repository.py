@@ -22,11 +22,16 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from app.core.disk.git_dirs import find_repo
 from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import HunkState
 from app.core.text.linediff import Change, rebase
 from app.core.text.textfile import NotText, TextFormat, decode, encode
+
+if TYPE_CHECKING:
+    from git import Repo
 
 NOT_A_REPO = "not a git repository: nothing to stage or commit"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's well-known empty tree
@@ -135,32 +140,10 @@ class CommitResult:
     sha: str | None = None
 
 
-def find_repo(path: str | os.PathLike[str]):
-    """The gitpython Repo containing `path`, or None (not a repository, or no git)."""
-    try:
-        import git
-
-        return git.Repo(path, search_parent_directories=True)
-    except Exception:  # InvalidGitRepositoryError, NoSuchPathError, git missing
-        return None
-
-
-def find_root(start: Path) -> Path:
-    """The repository's top level when `start` is inside one, else `start` itself."""
-    repo = find_repo(start)
-    if repo is None:
-        return start
-    try:
-        top = repo.working_tree_dir
-        return Path(top) if top else start
-    finally:
-        repo.close()
-
-
 class GitRepo:
-    def __init__(self, repo) -> None:
+    def __init__(self, repo: Repo, root: str) -> None:
         self.repo = repo
-        self.root = Path(repo.working_tree_dir)
+        self.root = Path(root)  # the worktree's top level
         self.git_dir = Path(repo.git_dir).resolve()  # this worktree's own (HEAD, index)
         self.common_dir = Path(repo.common_dir).resolve()  # shared: refs, packed-refs
         self._lock = threading.Lock()
@@ -176,7 +159,7 @@ class GitRepo:
         if repo.bare or not top or os.path.realpath(top) != os.path.realpath(root):
             repo.close()
             return None
-        return cls(repo)
+        return cls(repo, str(top))
 
     def close(self) -> None:
         with self._lock:
