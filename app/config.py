@@ -19,6 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from app.core.provider import STALL_TIMEOUT
+
 
 class Preset(BaseModel):
     base_url: str | None  # None: the user's own endpoint (--base-url), e.g. an Azure resource
@@ -49,10 +51,17 @@ PRESETS: dict[str, Preset] = {
     "lmstudio": Preset(base_url="http://127.0.0.1:1234/v1", key_required=False),
 }
 PROVIDERS = ("local", "openai-chat", "openai-responses", *PRESETS)
+ENV_PREFIX = "STEER_"  # a setting's environment variable: STEER_MODEL, STEER_BASE_URL...
+API_KEY_ENV = "STEER_API_KEY"  # read before the variable a provider names for its key
+DEFAULT_THEME = "steer-dark"  # the UI's theme when none is configured (themes/steer-dark.toml)
 
 
 def config_dir() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "steer"
+
+
+def config_file() -> Path:
+    return config_dir() / "config.toml"
 
 
 def config_file_shown() -> str:
@@ -66,7 +75,7 @@ class ConfigError(ValueError):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="STEER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     provider: str | None = None
     base_url: str | None = None
@@ -77,53 +86,70 @@ class Settings(BaseSettings):
     agent: str | None = None  # an ACP agent's command line: used instead of a model
     max_tokens: int | None = None
     temperature: float | None = None
-    stall_timeout: float = 120.0
+    stall_timeout: float = STALL_TIMEOUT
     context_window: int | None = None  # the model's window in tokens, when steer cannot know it
-    theme: str = "steer-dark"
+    theme: str = DEFAULT_THEME
     keys: dict[str, str] = {}  # action -> key, overriding the defaults
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
                                    env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
                                    file_secret_settings: PydanticBaseSettingsSource) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_dir() / "config.toml")
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file())
         return (init_settings, env_settings, toml)
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**flags: object) -> Settings:
+    """The settings in effect: the config file, the STEER_* environment over it, and the
+    command line's `flags` over both (None: a flag not given). The flags come typed from
+    argparse; the file and the environment are validated here."""
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        settings = Settings()
     except ValueError as exc:
-        raise ConfigError(f"invalid configuration ({config_dir() / 'config.toml'}): {exc}") from None
+        raise ConfigError(f"invalid configuration ({config_file()}): {exc}") from None
+    return settings.model_copy(update={k: v for k, v in flags.items() if v is not None})
+
+
+def base_url_of(s: Settings, name: str) -> str | None:
+    """The endpoint of provider `name`: configured, else its preset's (None for the embedded
+    model, or a provider without one)."""
+    preset = PRESETS.get(name)
+    return None if name == "local" else s.base_url or (preset.base_url if preset else None)
+
+
+def provider_name(s: Settings) -> str:
+    """The provider in effect: the one configured, else Chat Completions at a configured base
+    URL, else the embedded model."""
+    return s.provider or ("openai-chat" if s.base_url else "local")
 
 
 def resolve_provider(s: Settings) -> tuple[str, str | None, str, str | None]:
     """(provider name, base URL, model, API key) from the settings and the environment."""
-    name = s.provider or ("openai-chat" if s.base_url else "local")
+    name = provider_name(s)
     if name not in PROVIDERS:
         raise ConfigError(f"unknown provider {name!r}; choose one of {', '.join(PROVIDERS)}")
     if name == "local":
         return name, None, s.model or "", None
     preset = PRESETS.get(name)
-    base_url = s.base_url or (preset.base_url if preset else None)
+    base_url = base_url_of(s, name)
     if not base_url:
         hint = f", e.g. {preset.base_url_hint}" if preset and preset.base_url_hint else ""
         raise ConfigError(f"provider {name} needs --base-url (or base_url in the config file){hint}")
     model = s.model or (preset.model if preset else "")
     if not model:
         raise ConfigError(f"provider {name} needs --model (or model in the config file)")
-    key_env = s.api_key_env or (preset.key_env if preset else None)
-    key = os.environ.get("STEER_API_KEY") or (os.environ.get(key_env) if key_env else None)
+    key_env = key_env_of(s)
+    key = os.environ.get(key_env) if key_env else None
     if not key and preset is not None and preset.key_required:
-        raise ConfigError(f"provider {name} needs an API key: set {preset.key_env} (or STEER_API_KEY)")
+        raise ConfigError(f"provider {name} needs an API key: set {preset.key_env} (or {API_KEY_ENV})")
     return name, base_url, model, key
 
 
 def key_env_of(s: Settings) -> str | None:
     """The name of the variable the API key is read from (for messages: never its value)."""
-    if os.environ.get("STEER_API_KEY"):
-        return "STEER_API_KEY"
-    preset = PRESETS.get(s.provider or "")
+    if os.environ.get(API_KEY_ENV):
+        return API_KEY_ENV
+    preset = PRESETS.get(provider_name(s))
     return s.api_key_env or (preset.key_env if preset else None)
 
 

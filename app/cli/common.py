@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from typing import NoReturn
 
 from app.config import PROVIDERS, ConfigError, load_settings  # noqa: F401 - ConfigError for the commands
 from app.core.edits.formats import FORMATS as EDIT_FORMATS
@@ -16,7 +17,7 @@ FORMATS = ("auto", *EDIT_FORMATS)
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message short
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 too; keep the message short
         self.print_usage(sys.stderr)
         print(f"steer: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
@@ -86,9 +87,9 @@ def shown_on_terminals():
 
     saved = sys.stdout, sys.stderr
     if sys.stdout.isatty():
-        sys.stdout = Shown(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = Shown(sys.stdout)
     if sys.stderr.isatty():
-        sys.stderr = Shown(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = Shown(sys.stderr)
     try:
         yield
     finally:

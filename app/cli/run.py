@@ -104,7 +104,7 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
             session.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root), outline=True)
         budget = session.budget(args.instruction)
         if budget.over:  # never cut silently: say what does not fit, send nothing
-            big = max(budget.files, key=budget.files.get, default="")
+            big = max(budget.files, key=lambda f: budget.files[f], default="")
             print(f"steer: the request is {budget.text()}; {big} alone is ≈{budget.files.get(big, 0):,} "
                   f"tokens. Send its outline instead (--outline {big}), or fewer files; nothing "
                   "was sent", file=sys.stderr)

@@ -105,10 +105,12 @@ def cmd_rewind(argv: list[str]) -> int:
     except (SessionError, Busy, OSError) as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    log = session.log
+    assert log is not None  # resume() saves into it from now on
     try:
         return _rewind(args, session, rewind, rewind_conversation, UndoRefused, SessionError)
     finally:
-        session.log.close()
+        log.close()
 
 
 def _rewind(args, session, rewind, rewind_conversation, UndoRefused, SessionError) -> int:

@@ -24,6 +24,10 @@ from typing import Literal
 
 from app.core.events import Event
 
+# seconds a back-end may send nothing before the answer is given up as stalled (the
+# `stall_timeout` setting; --stall-timeout)
+STALL_TIMEOUT = 120.0
+
 
 @dataclass
 class Request:

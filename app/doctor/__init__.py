@@ -20,7 +20,7 @@ import sys
 import textwrap
 import unicodedata
 
-from app.config import Settings
+from app.config import API_KEY_ENV, ENV_PREFIX, Settings
 from app.doctor import checks, probe
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD", re.I)
@@ -187,10 +187,10 @@ def _config_lines(c: dict) -> list[str]:
     if "api_key_env" in c:
         lines.append(f"API key: {c['api_key_env']} = ***" if c["api_key_set"] else
                      f"API key: {c['api_key_env']} (not set)" if c["api_key_env"] else
-                     "API key: none (no variable is named for it; STEER_API_KEY would be read)")
+                     f"API key: none (no variable is named for it; {API_KEY_ENV} would be read)")
     if c.get("agent"):
         lines.append(f"agent {c['agent']} ({c['agent_found'] or 'not found on PATH'})")
     lines.append(f"config file {c['config_file']} "
                  f"({'found' if c['config_file_exists'] else 'none: the defaults'})")
-    lines.append("from the environment: " + (", ".join(c["environment"]) or "no STEER_ variable"))
+    lines.append("from the environment: " + (", ".join(c["environment"]) or f"no {ENV_PREFIX} variable"))
     return lines

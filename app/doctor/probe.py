@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from app.core.disk.state_home import state_home
 from app.providers import serve_crash
-from app.providers import serve_registry as registry
 
 TIMEOUT = 180.0  # seconds; the 135M model loads and answers in about one
 PROMPT = [{"role": "user", "content": "Write a Python function that adds two numbers."}]
@@ -33,7 +33,7 @@ TEST_SIGNAL = "STEER_DOCTOR_CHILD_SIGNAL"
 
 
 def log_path() -> Path:
-    return registry.state_dir() / "doctor.log"
+    return state_home() / "doctor.log"
 
 
 def run(model_path: str, timeout: float = TIMEOUT) -> dict:

@@ -70,7 +70,7 @@ from app.core.events import (
     TextDelta,
     ToolCall,
 )
-from app.core.provider import Capabilities, Provider, Request
+from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request
 
 LINE_LIMIT = 50 * 1024 * 1024  # one JSON-RPC message (a whole file read or written)
 STARTUP = 30.0  # seconds an agent may take to start (npx, a JIT...), however short the stall limit
@@ -136,7 +136,7 @@ class AcpAgent(Provider):
     name = "acp"
     capabilities = Capabilities(agent=True, warm_up=True, cancel="message")
 
-    def __init__(self, command: str, cwd: str | os.PathLike[str], *, stall_timeout: float = 120.0,
+    def __init__(self, command: str, cwd: str | os.PathLike[str], *, stall_timeout: float = STALL_TIMEOUT,
                  env: dict[str, str] | None = None) -> None:
         self.argv = shlex.split(command)
         if not self.argv:

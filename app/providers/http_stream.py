@@ -31,9 +31,12 @@ from typing import Any, Protocol
 
 import httpx
 
+from app.config import API_KEY_ENV
 from app.core.events import Connected, Done, Error, Event, Retrying
 
 MAX_WAIT = 20.0  # seconds: longer than this, the user decides when to send again
+RETRIES = 2  # requests sent again at most, after the first
+CONNECT_TIMEOUT = 10.0  # seconds to connect (and, over a WebSocket, to upgrade)
 
 
 def backoff(attempt: int) -> float:
@@ -123,7 +126,7 @@ def _wait_words(asked: float | None) -> str:
 def key_advice(key_env: str | None) -> str:
     if key_env:
         return f"Check the API key in ${key_env} (steer reads it at start)"
-    return "Set an API key in $STEER_API_KEY (or name its variable with api_key_env)"
+    return f"Set an API key in ${API_KEY_ENV} (or name its variable with api_key_env)"
 
 
 def status_error(code: int, host: str, detail: str, *, key_env: str | None = None,

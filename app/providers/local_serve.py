@@ -29,11 +29,12 @@ from pathlib import Path
 
 import httpx
 
+from app.core.disk.state_home import state_home
 from app.core.events import Error
-from app.core.provider import Capabilities
-from app.providers import serve_crash
+from app.core.provider import STALL_TIMEOUT, Capabilities
+from app.providers import http_stream, serve_crash
 from app.providers import serve_registry as registry
-from app.providers.openai_responses import OpenAIResponses
+from app.providers.openai_responses import STEER_TIMEOUT, OpenAIResponses
 
 IDLE_EXIT = 900.0  # seconds without a client before a server started on demand exits
 START_TIMEOUT = 120.0  # loading the 135M model takes about a second; a large GGUF longer
@@ -63,7 +64,7 @@ def healthy(entry: dict, token: str, model_path: str) -> bool:
 
 
 def log_path() -> Path:
-    return registry.state_dir() / "serve.log"
+    return state_home() / "serve.log"
 
 
 def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str, str, dict]:
@@ -133,8 +134,10 @@ class ServedLocal(OpenAIResponses):
     capabilities = Capabilities(warm_up=True, prefill=True, native_steer=True, cancel="close",
                                 preferred_format="whole", model_class="tiny", grammar=True)
 
-    def __init__(self, model_path: str | None = None, *, connect_timeout: float = 10.0,
-                 stall_timeout: float = 120.0, retries: int = 2, steer_timeout: float = 3.0) -> None:
+    def __init__(self, model_path: str | None = None, *,
+                 connect_timeout: float = http_stream.CONNECT_TIMEOUT,
+                 stall_timeout: float = STALL_TIMEOUT, retries: int = http_stream.RETRIES,
+                 steer_timeout: float = STEER_TIMEOUT) -> None:
         self.model_path = str(Path(model_path).resolve()) if model_path else default_model_path()
         if self.model_path != default_model_path():  # another GGUF: priced as capable
             self.capabilities = replace(self.capabilities, preferred_format=None,

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from app.core.events import Done, Error, Event, ReasoningDelta, TextDelta, Usage
-from app.core.provider import Capabilities, Provider, Request
+from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request
 from app.providers import http_stream
 
 
@@ -23,7 +23,8 @@ class OpenAIChat(Provider):
     capabilities = Capabilities(predicted_outputs=True, cancel="close")
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
-                 connect_timeout: float = 10.0, stall_timeout: float = 120.0, retries: int = 2,
+                 connect_timeout: float = http_stream.CONNECT_TIMEOUT,
+                 stall_timeout: float = STALL_TIMEOUT, retries: int = http_stream.RETRIES,
                  client: httpx.AsyncClient | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model

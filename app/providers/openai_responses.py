@@ -43,7 +43,7 @@ from websockets.exceptions import (
 )
 
 from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
-from app.core.provider import Capabilities, Provider, Request, SteerRefused
+from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request, SteerRefused
 from app.providers import http_stream
 from app.providers.responses_wire import message, to_input
 from app.providers.ws_pool import Closed, Socket, SocketPool
@@ -51,6 +51,7 @@ from app.providers.ws_pool import Closed, Socket, SocketPool
 _log = logging.getLogger("steer.responses.ws")
 _log.setLevel(logging.WARNING)  # websockets logs the upgrade's headers (the key) at DEBUG
 
+STEER_TIMEOUT = 3.0  # seconds a steer waits for the server's answer before cancel and resend
 REFUSED_UPGRADE = {200, 404, 405, 426, 501}  # the endpoint exists but speaks no WebSocket
 CLOSE_CODES = {1000: "normal closure", 1001: "going away", 1002: "protocol error",
                1003: "unsupported data", 1006: "dropped without a close frame",
@@ -86,9 +87,10 @@ class OpenAIResponses(Provider):
     capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close")
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
-                 connect_timeout: float = 10.0, stall_timeout: float = 120.0, retries: int = 2,
+                 connect_timeout: float = http_stream.CONNECT_TIMEOUT,
+                 stall_timeout: float = STALL_TIMEOUT, retries: int = http_stream.RETRIES,
                  capabilities: Capabilities | None = None, ssl: SSLContext | None = None,
-                 transport: str = "websocket", steer_timeout: float = 3.0) -> None:
+                 transport: str = "websocket", steer_timeout: float = STEER_TIMEOUT) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._key = api_key  # never logged, never part of a message

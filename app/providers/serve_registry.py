@@ -18,20 +18,17 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-
-def state_dir() -> Path:
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "steer"
+from app.core.disk.state_home import state_home
 
 
 def state_file() -> Path:
-    return state_dir() / "serve.json"
+    return state_home() / "serve.json"
 
 
 @contextlib.contextmanager
 def locked(name: str = "serve.lock") -> Iterator[None]:
     """Exclusive, across processes, for as long as the block runs."""
-    d = state_dir()
+    d = state_home()
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(d / name, os.O_RDWR | os.O_CREAT, 0o600)
     try:

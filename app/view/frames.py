@@ -29,7 +29,7 @@ from typing import Literal
 
 from app.core.conversation.session import Session, Turn
 from app.core.edits.diff import PendingDiff
-from app.core.edits.hunks import OPEN, Card, HunkState
+from app.core.edits.hunks import DECIDED, Card
 from app.core.events import PermissionRequest
 from app.view.cards import card_text
 from app.view.status import answer_title, retry_line, review_line
@@ -342,8 +342,7 @@ class FrameSync:
         f.dirty = dirty
         for p in dirty & pending.files.keys():
             fd = pending.files[p]
-            f.open_counts[p] = sum(1 for h in fd.hunks
-                                   if h.state in OPEN or h.state == HunkState.STREAMING)
+            f.open_counts[p] = sum(1 for h in fd.hunks if h.state not in DECIDED)
             if fd.created and fd.hunks:
                 f.created.add(p)
 

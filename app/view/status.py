@@ -115,6 +115,7 @@ def figure_parts(turn: Turn, now: float | None = None, stop_hint: str = "",
     if turn.retries and (wait is None or wait[1] is None):
         n = len(turn.retries)
         retried = f"{n} retr{'y' if n == 1 else 'ies'} ({turn.retries[-1].reason})"
+    head: list[str | None]
     if wait is None:
         head = [turn.state]
     elif stop_hint:  # the app's narrow pane: the wait and the way out first, the state implied

@@ -22,6 +22,7 @@ from app.core.conversation.records import Meta, Rewind, SessionError, fold
 from app.core.conversation.session import Session
 from app.core.conversation.store import SessionStore, new_id
 from app.core.edits import rebase
+from app.core.edits.hunks import HunkState
 
 
 @dataclass
@@ -110,7 +111,7 @@ def rebase_onto_disk(session: Session) -> list[rebase.Rebased]:
         snap = read.snapshot
         if snap is not None and not read.user and (not snap.exists or (
                 (fd.base.fmt, fd.base.mode) == (snap.fmt, snap.mode))):
-            if not any(h.state.value == "stale" for h in fd.hunks):
+            if not any(h.state == HunkState.STALE for h in fd.hunks):
                 continue
         out.append(rebase.apply(fd, read))
     return out

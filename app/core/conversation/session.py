@@ -50,7 +50,7 @@ from app.core.edits import rebase
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import fragments, make_parser
 from app.core.edits.formats.base import StreamParser
-from app.core.edits.hunks import OPEN, EditError, HunkState, Resolver
+from app.core.edits.hunks import DECIDED, EditError, Resolver
 from app.core.events import (
     Error,
     Event,
@@ -156,7 +156,7 @@ class Session:
                 and turn.live)
 
     def _open_change_set(self) -> bool:
-        return self.pending is not None and any(h.state in OPEN or h.state == HunkState.STREAMING
+        return self.pending is not None and any(h.state not in DECIDED  # open or streaming
                                                 for h in self.pending.hunks)
 
     @property

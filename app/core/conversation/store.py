@@ -29,6 +29,7 @@ from app.core.conversation.records import (
     fold,
 )
 from app.core.disk.snapshot import Snapshot
+from app.core.disk.state_home import state_home
 from app.core.text.textfile import NotText
 
 
@@ -153,9 +154,8 @@ def summarize(sid: str, records: list[Record], updated: float, meta: Meta | None
 
 
 def store_dir(root: Path) -> Path:
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
-    return base / "steer" / "sessions" / f"{Path(root).name}-{key}"
+    return state_home() / "sessions" / f"{Path(root).name}-{key}"
 
 
 # -- replaying -----------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from app.core.disk.rename import RENAME_EXCHANGE, RENAME_NOREPLACE, UNSUPPORTED,
 from app.core.disk.rename import available as rename_available
 from app.core.disk.repo_lock import LOCK_TIMEOUT, RepoLock
 from app.core.disk.snapshot import Snapshot
+from app.core.disk.state_home import state_home
 from app.core.faults import stop_point
 from app.core.text.textfile import NotText, decode, digest
 
@@ -539,7 +540,6 @@ class Workspace:
         one (never tracked, removed with the clone), else the user's state directory."""
         if self.git_dir is not None:
             return self.git_dir / "steer"
-        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
         key = hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
-        return base / "steer" / "workspaces" / f"{self.root.name}-{key}"
+        return state_home() / "workspaces" / f"{self.root.name}-{key}"
 
