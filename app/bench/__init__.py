@@ -56,37 +56,39 @@ def main(argv: list[str]) -> int:
     m.add_argument("--max-tokens", type=int, default=64)
     m.add_argument("--model-path", help="another GGUF")
     args = p.parse_args(argv)
+    result: dict
     if args.which == "model":
-        from app.bench.model import run
-        result = run(trials=args.trials, max_tokens=args.max_tokens, model_path=args.model_path)
+        from app.bench import model
+        result = model.run(trials=args.trials, max_tokens=args.max_tokens,
+                           model_path=args.model_path)
     elif args.which == "sessions":
-        from app.bench.sessions import run
-        result = run(turns=args.turns, hunks=args.hunks, rate=args.rate, pairs=args.pairs)
+        from app.bench import sessions
+        result = sessions.run(turns=args.turns, hunks=args.hunks, rate=args.rate, pairs=args.pairs)
     elif args.which == "engine":
-        from app.bench.engine import run
-        result = run(tokens=args.tokens, repeat=args.repeat)
+        from app.bench import engine
+        result = engine.run(tokens=args.tokens, repeat=args.repeat)
     elif args.which == "sync":
-        from app.bench.sync import run
-        result = run(trials=args.trials, files=args.files, changed=args.changed)
+        from app.bench import sync
+        result = sync.run(trials=args.trials, files=args.files, changed=args.changed)
     elif args.which == "run":
-        from app.bench.e2e import run
-        result = run(repeat=args.repeat, edits=args.edits)
+        from app.bench import e2e
+        result = e2e.run(repeat=args.repeat, edits=args.edits)
     elif args.which == "transport":
-        from app.bench.transport import run
-        result = run(requests=args.requests, trials=args.trials,
-                     first_token_delay=args.first_token_delay, model=args.model)
+        from app.bench import transport
+        result = transport.run(requests=args.requests, trials=args.trials,
+                               first_token_delay=args.first_token_delay, model=args.model)
     elif args.which == "task":
-        from app.bench.task import run
-        result = run(quick=args.quick, formats=args.formats.split(","),
-                     backends=args.backends.split(","), rate=args.rate,
-                     model_path=args.model_path, rows=args.rows)
+        from app.bench import task
+        result = task.run(quick=args.quick, formats=args.formats.split(","),
+                          backends=args.backends.split(","), rate=args.rate,
+                          model_path=args.model_path, rows=args.rows)
     elif args.which == "cas":
-        from app.bench.cas import run
-        result = run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)
+        from app.bench import cas
+        result = cas.run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)
     else:
-        from app.bench.tui import run
-        result = run(rates=[float(x) for x in args.rates.split(",")], tokens=args.tokens,
-                     esc_trials=args.esc_trials)
+        from app.bench import tui
+        result = tui.run(rates=[float(x) for x in args.rates.split(",")], tokens=args.tokens,
+                         esc_trials=args.esc_trials)
     json.dump(result, sys.stdout, indent=2)
     print()
     return 0

@@ -40,9 +40,9 @@ def _case(file_lines: int, target_tokens: int, repeat: int) -> dict:
                 clock = time.perf_counter_ns
                 costs = []
                 for tok in tokens:
-                    t = clock()
+                    ns = clock()
                     feed(pfeed(tok))
-                    costs.append(clock() - t)
+                    costs.append(clock() - ns)
                 per_chunk.extend(costs)
             t = time.perf_counter()
             pending.feed(parser.finish())

@@ -86,7 +86,9 @@ async def _through_steer(model_path: str, trials: int, max_tokens: int) -> dict:
                     prompt_tokens = ev.prompt
             rows.append({"prompt_tokens": prompt_tokens, "tokens": n,
                          "ttft": None if first is None else first - t0,
-                         "tok_s": (n - 1) / (last - first) if n > 1 and last > first else None})
+                         "tok_s": (n - 1) / (last - first)
+                         if n > 1 and first is not None and last is not None and last > first
+                         else None})
     finally:
         await client.aclose()
         os.kill(entry["pid"], 15)

@@ -14,12 +14,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.pilot import Pilot
 
 from app.bench.demo import CALC, CALC_ANSWER
 from app.server.chat_server import ServerThread
 from app.server.generation import Faults, split_tokens
+
+if TYPE_CHECKING:
+    from app.core.edits.hunks import Hunk
+    from app.ui.app import SteerApp
 
 SIZE = (160, 48)
 STALL = len(split_tokens(CALC_ANSWER[: CALC_ANSWER.index("if b == 0:") + len("if b == 0:\n")]))
@@ -41,10 +46,29 @@ async def settle(pilot: Pilot) -> None:
     await pilot.pause(0.05)
     await until(pilot, lambda: not diff.highlighting)
     await pilot.pause(0.05)
-    freeze(pilot.app)
+    freeze(steer_app(pilot))
 
 
-def freeze(app) -> None:
+def steer_app(pilot: Pilot) -> SteerApp:
+    """The app a scenario drives (Pilot knows it only as an App)."""
+    from app.ui.app import SteerApp
+
+    app = pilot.app
+    assert isinstance(app, SteerApp)
+    return app
+
+
+def _hunks(app: SteerApp) -> list[Hunk]:
+    pending = app.session.pending
+    return pending.hunks if pending is not None else []
+
+
+def _deltas(app: SteerApp) -> int:
+    turn = app.session.turn
+    return turn.deltas if turn is not None else 0
+
+
+def freeze(app: SteerApp) -> None:
     """Fixed timings in the status line and no toasts: the same picture on every run."""
     turn = app.session.turn
     if turn is not None:
@@ -58,7 +82,7 @@ def freeze(app) -> None:
 async def _ask(pilot: Pilot, text: str) -> None:
     from app.ui.prompt import PromptInput
 
-    await until(pilot, lambda: "calc.py" in pilot.app.main.files)
+    await until(pilot, lambda: "calc.py" in steer_app(pilot).main.files)
     pilot.app.query_one(PromptInput).value = text
     await pilot.press("enter")
 
@@ -66,7 +90,7 @@ async def _ask(pilot: Pilot, text: str) -> None:
 async def _done(pilot: Pilot) -> None:
     from app.ui.diff_view import DiffView
 
-    app = pilot.app
+    app = steer_app(pilot)
     diff = app.query_one(DiffView)
     await until(pilot, lambda: app.session.turn is not None and app.session.turn.state == "done"
                 and app.focused is diff and time.monotonic() >= diff.guard_until)
@@ -74,19 +98,19 @@ async def _done(pilot: Pilot) -> None:
 
 async def streaming(pilot: Pilot) -> None:
     """Mid-answer: one hunk complete and reviewable, the next one streaming."""
-    app = pilot.app
+    app = steer_app(pilot)
     await _ask(pilot, "add type hints and guard div against zero")
-    await until(pilot, lambda: app.session.turn.deltas >= STALL and len(app.session.pending.hunks) == 2)
+    await until(pilot, lambda: _deltas(app) >= STALL and len(_hunks(app)) == 2)
     await settle(pilot)
 
 
 async def review(pilot: Pilot) -> None:
     """After the answer: one hunk accepted, one rejected, one pending under the cursor."""
-    app = pilot.app
+    app = steer_app(pilot)
     await _ask(pilot, "add type hints and guard div against zero")
     await _done(pilot)
     await pilot.press("y")
-    await until(pilot, lambda: app.session.pending.hunks[0].state.value == "accepted")
+    await until(pilot, lambda: _hunks(app)[0].state.value == "accepted")
     await pilot.press("n")
     await settle(pilot)
 
@@ -95,11 +119,11 @@ async def conflict(pilot: Pilot) -> None:
     """You edited the lines of a hunk while it was pending: accepting it refuses to write."""
     from app.ui.diff_view import DiffView
 
-    app = pilot.app
+    app = steer_app(pilot)
     await _ask(pilot, "add type hints and guard div against zero")
     await _done(pilot)
     (app.ws.root / "calc.py").write_text(CALC.replace("    return a / b", "    return a / b  # mine"))
-    hunks = app.session.pending.hunks
+    hunks = _hunks(app)
     app.query_one(DiffView).select(hunks[1].id)
     await pilot.press("y")
     await until(pilot, lambda: hunks[1].state.value == "conflict")
@@ -108,14 +132,14 @@ async def conflict(pilot: Pilot) -> None:
 
 async def help_screen(pilot: Pilot) -> None:
     """The keys (rebindable)."""
-    await until(pilot, lambda: "calc.py" in pilot.app.main.files)
+    await until(pilot, lambda: "calc.py" in steer_app(pilot).main.files)
     await pilot.press("f1")
     await settle(pilot)
 
 
 async def side_by_side(pilot: Pilot) -> None:
     """The side-by-side view, in the light theme."""
-    app = pilot.app
+    app = steer_app(pilot)
     await _ask(pilot, "add type hints and guard div against zero")
     await _done(pilot)
     app.theme = "steer-light"

@@ -78,11 +78,13 @@ async def _build(root: Path, turns: int, per_turn: int) -> tuple[str, int, float
         log = resume.start(session, SessionStore(root))
         for t in range(turns):
             await session.ask(f"change batch {t}")
+            pending, review = session.pending, session.review
+            assert pending is not None and review is not None  # an answer opened them
             if t % 4 == 0:
-                fresh = [h for h in session.pending.hunks if h.state == HunkState.PENDING]
-                session.review.reject([fresh[0].id], "not this one")
-                session.review.accept([fresh[-1].id])
-        hunks = len(session.pending.hunks)
+                fresh = [h for h in pending.hunks if h.state == HunkState.PENDING]
+                review.reject([fresh[0].id], "not this one")
+                review.accept([fresh[-1].id])
+        hunks = len(session.pending.hunks) if session.pending is not None else 0
         await session.aclose()
     finally:
         await server.close()

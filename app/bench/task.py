@@ -119,7 +119,8 @@ def _rename(src: str, func: str, old: str, new: str) -> str:
     edits: dict[int, list[tuple[int, int]]] = {}
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
         row = tok.start[0]
-        if tok.type == tokenize.NAME and tok.string == old and node.lineno <= row <= node.end_lineno:
+        end = node.end_lineno or node.lineno  # (set by ast.parse; Optional in the stubs)
+        if tok.type == tokenize.NAME and tok.string == old and node.lineno <= row <= end:
             edits.setdefault(row - 1, []).append((tok.start[1], tok.end[1]))
     for i, line in enumerate(lines):
         for s, e in sorted(edits.get(i, []), reverse=True):

@@ -135,14 +135,15 @@ async def _redirects(server, base_url: str, ctx: ssl.SSLContext, ws: Workspace, 
         turn = session.redirect("stop; fix total() instead")
         await _wait(lambda turn=turn: turn.first_token is not None or not turn.live
                     or turn.error is not None)
-        if turn.first_token is not None:
+        ttft = turn.ttft
+        if ttft is not None:
             starts = server.stats.started[n_started:]
             firsts = [t for t in server.stats.first_token if starts and t >= starts[0]]
             if starts and firsts:
                 mt = firsts[0] - starts[0]  # the model's own time to its first token
                 model_ttft.append(mt)
-                added.append(turn.ttft - mt)
-                total.append(turn.ttft)
+                added.append(ttft - mt)
+                total.append(ttft)
             steered += turn.steered_at is not None
         session.interrupt()
         await session.wait()

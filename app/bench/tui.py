@@ -38,6 +38,10 @@ def _pct(xs: list[float], p: float) -> float | None:
     return xs[min(len(xs) - 1, int(len(xs) * p))]
 
 
+def _r2(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
 class _Stamped(list):
     """turn.chunks, recording when each chunk arrived (bench only)."""
 
@@ -149,6 +153,7 @@ async def _one_rate(root: Path, answer_file: Path, rate: float, saving: dict | N
             cpu0 = time.process_time()
             app.main.send("apply the recorded edits")
             turn = app.session.turn
+            assert turn is not None  # send() started it
             turn.chunks = _Stamped()
             while app.session.streaming:
                 await asyncio.sleep(0.005)
@@ -175,11 +180,11 @@ async def _one_rate(root: Path, answer_file: Path, rate: float, saving: dict | N
             return {
                 "offered_tokens_per_s": rate or "unthrottled",
                 "tokens": turn.deltas,
-                "hunks": len(app.session.pending.hunks),
+                "hunks": len(turn.pending.hunks) if turn.pending is not None else 0,
                 "achieved_tokens_per_s": round((len(arrivals) - 1) / span) if span else None,
-                "token_to_screen_ms_p50": round(_pct(ms, 0.5), 2) if ms else None,
-                "token_to_screen_ms_p95": round(_pct(ms, 0.95), 2) if ms else None,
-                "token_to_screen_ms_p99": round(_pct(ms, 0.99), 2) if ms else None,
+                "token_to_screen_ms_p50": _r2(_pct(ms, 0.5)),
+                "token_to_screen_ms_p95": _r2(_pct(ms, 0.95)),
+                "token_to_screen_ms_p99": _r2(_pct(ms, 0.99)),
                 "frames_per_s": round(len(in_stream) / span, 1) if span else None,
                 "cpu_s_per_1000_tokens": round(cpu / max(1, turn.deltas) * 1000, 4),
                 "state": turn.state,
@@ -213,14 +218,16 @@ async def _esc_trials(root: Path, answer_file: Path, trials: int) -> dict:
                 while app.session.streaming or len(displays) == n:
                     await asyncio.sleep(0)
                 stops.append((time.perf_counter() - t0) * 1000)
-                assert app.session.turn.state == "interrupted"
-                app.session.review.reject_all()  # next trial starts a fresh change set
+                turn = app.session.turn
+                assert turn is not None and turn.state == "interrupted"
+                if app.session.review is not None:  # next trial starts a fresh change set
+                    app.session.review.reject_all()
                 await pilot.pause(0.05)
     finally:
         proc.kill()
         proc.wait()
-    return {"trials": len(stops), "esc_to_stopped_ms_p50": round(_pct(stops, 0.5), 2) if stops else None,
-            "esc_to_stopped_ms_p99": round(_pct(stops, 0.99), 2) if stops else None,
+    return {"trials": len(stops), "esc_to_stopped_ms_p50": _r2(_pct(stops, 0.5)),
+            "esc_to_stopped_ms_p99": _r2(_pct(stops, 0.99)),
             "esc_to_stopped_ms_max": round(max(stops), 2) if stops else None}
 
 
