@@ -166,7 +166,8 @@ async def _measure(root: Path, trials: int) -> dict:
 
     # external commits
     commit_ms: list[float] = []
-    ref = Path(sync.git.common_dir) / "refs" / "heads" / "main"  # type: ignore[union-attr]
+    assert sync.git is not None  # the bench made a repository
+    ref = Path(sync.git.common_dir) / "refs" / "heads" / "main"
     ticker.start()
     for i in range(max(5, trials // 2)):
         (root / "d0" / "f0.txt").write_text(f"commit {i}\n")

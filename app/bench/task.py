@@ -102,7 +102,7 @@ def _neighbour(module: str, name: str) -> str:
     """Another small top-level function of the same module: the rest of the file, which a
     change to `name` must leave alone."""
     _, funcs = _module(module)
-    sizes = {n.name: n.end_lineno - n.lineno + 1 for n in funcs}  # type: ignore[operator]
+    sizes = {n.name: (n.end_lineno or n.lineno) - n.lineno + 1 for n in funcs}  # (parse sets it)
     names = [n.name for n in funcs]
     i = names.index(name)
     for other in names[i + 1 :] + names[:i][::-1]:

@@ -57,7 +57,8 @@ class _Stamped(list):
 def _server(answer_file: Path, rate: float) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--replay", str(answer_file),
                              "--rate", str(rate), "--port", "0"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()  # type: ignore[union-attr]
+    assert proc.stdout is not None  # stdout=PIPE
+    line = proc.stdout.readline()
     if "listening on" not in line:
         proc.kill()
         raise RuntimeError(f"steer serve did not start: {line!r}")
@@ -87,11 +88,13 @@ def _instrument(app) -> tuple[list[float], list[tuple[float, int]], list, list]:
     app.main.tick_log = ticks
     collections: list[tuple[float, float, int]] = []  # (start, end, generation)
 
+    started = [0.0]  # when the collection running now started
+
     def on_gc(phase: str, info: dict) -> None:
         if phase == "start":
-            on_gc.t = time.perf_counter()  # type: ignore[attr-defined]
+            started[0] = time.perf_counter()
         else:
-            collections.append((on_gc.t, time.perf_counter(), info["generation"]))  # type: ignore[attr-defined]
+            collections.append((started[0], time.perf_counter(), info["generation"]))
 
     gc.callbacks.append(on_gc)
     return displays, frames, ticks, collections

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import sys
 from typing import NoReturn
 
@@ -46,8 +47,12 @@ def settings_from(args: argparse.Namespace):
 
 def lenient_stdout() -> None:
     # an answer may hold text no encoding can write (a lone surrogate): show it escaped
-    with contextlib.suppress(AttributeError, ValueError):
-        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    from app.view.outside_text import Shown
+
+    out = sys.stdout
+    if isinstance(out, io.TextIOWrapper | Shown):  # (a StringIO in its place cannot be)
+        with contextlib.suppress(AttributeError, ValueError):
+            out.reconfigure(errors="backslashreplace")
 
 
 def finish_interrupted(ws) -> bool:

@@ -229,12 +229,17 @@ class Shown(io.TextIOBase):
     def fileno(self) -> int:
         return self.raw.fileno()
 
+    # typeshed declares TextIOBase.encoding a plain attribute; at run time it is a read-only
+    # property, which this one overrides
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return self.raw.encoding
 
-    def reconfigure(self, **kwargs) -> None:
-        self.raw.reconfigure(**kwargs)  # type: ignore[attr-defined]
+    def reconfigure(self, *, errors: str | None = None) -> None:
+        """As TextIOWrapper.reconfigure, on the terminal underneath."""
+        if not isinstance(self.raw, io.TextIOWrapper):
+            raise AttributeError(f"{type(self.raw).__name__} has no reconfigure")
+        self.raw.reconfigure(errors=errors)
 
 
 def underneath(stream: TextIO) -> TextIO:

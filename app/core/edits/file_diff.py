@@ -50,7 +50,7 @@ class Edit:
         self.complete = False
         self.i = 0  # aligned: old lines matched so far
         self.open: Hunk | None = None
-        self._positions = self._position_map() if aligned else None
+        self._positions = self._position_map() if aligned else {}  # ops mode never looks
 
     @property
     def end(self) -> int:
@@ -78,7 +78,7 @@ class Edit:
             k = i
         elif len(line.strip()) > 2:  # resync only on lines distinctive enough to mean it
             k = None
-            spots = self._positions.get(line)  # type: ignore[union-attr]
+            spots = self._positions.get(line)
             if spots:
                 j = bisect.bisect_left(spots, i)
                 if j < len(spots):

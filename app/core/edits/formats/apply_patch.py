@@ -18,11 +18,13 @@ Each `@@` chunk becomes one edit, sought after the previous chunk of the same fi
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from app.core.edits.formats.base import StreamParser
 from app.core.edits.formats.events import EditBegin, EditEnd, Line, Malformed, ParseEvent, Prose
 
 OUTSIDE, PATCH, HEADER, UPDATE, ADD = range(5)
+_OPS: dict[str, Literal["-", "+", " "]] = {"-": "-", "+": "+", " ": " "}  # a chunk line's marks
 
 
 class ApplyPatchParser(StreamParser):
@@ -114,9 +116,9 @@ class ApplyPatchParser(StreamParser):
             return
         if state == HEADER:
             self._begin_chunk(None, out)  # codex allows a first chunk without @@
-        op = line[:1]
-        if op in ("-", "+", " "):
-            out.append(Line(op, line[1:]))  # type: ignore[arg-type]
+        op = _OPS.get(line[:1])
+        if op is not None:
+            out.append(Line(op, line[1:]))
         else:
             # an empty line, or a context line whose leading space the model dropped;
             # the locate step verifies it against the file either way
