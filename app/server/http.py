@@ -173,8 +173,7 @@ class HttpServer:
         try:
             if self._unauthenticated > self.limits.unauthenticated:
                 await self._refuse(reader, writer, Refusal(
-                    503, "too many connections have not shown the token yet; retry shortly",
-                    linger=False))
+                    503, "too many connections have not shown the token yet; retry shortly"))
                 return
             first = True
             while True:
