@@ -12,11 +12,13 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.providers.openai_responses import OpenAIResponses
 from app.server.chat_server import ChatServer
 from app.server.generation import KEEP_REQUESTS, Recent
-from app.server.http import Limits
+from app.server.http import Limits, Refusal
 
 TOKEN = "serve-limits-token-0123456789abcdefghijklmnop"
 AUTH = f"Authorization: Bearer {TOKEN}\r\n"
@@ -311,3 +313,29 @@ def test_recent_keeps_absolute_positions():
         r[1]
     with pytest.raises(IndexError):
         r[5]
+
+
+# -- the usual head in one go = the same head line by line ---------------------------------
+_names = st.sampled_from(["Host", "Content-Length", "authorization", "Authorization", "X-A",
+                          "Bad Name", " folded", "", "Ünï", "Expect"])
+_values = st.one_of(st.sampled_from([f"Bearer {TOKEN}", "Bearer wrong", "12", " 5 ", "a\tb"]),
+                    st.text(st.characters(min_codepoint=0, max_codepoint=255), max_size=12))
+
+
+@settings(max_examples=400)
+@given(st.lists(st.tuples(_names, st.sampled_from([":", ": ", " :", ""]), _values), max_size=8),
+       st.sampled_from(["GET /health HTTP/1.1", "GET /x HTTP/1.0", "G T / HTTP/1.1", ""]))
+def test_the_usual_head_in_one_go_reads_as_it_does_line_by_line(fields, request_line):
+    block = (request_line + "\r\n" + "".join(f"{n}{c}{v}\r\n" for n, c, v in fields)
+             + "\r\n").encode("latin-1")
+    server = ChatServer(replay="ok", token=TOKEN)
+
+    def outcome(read):
+        try:
+            return read(block)
+        except Refusal as refusal:
+            return refusal.status
+
+    quick = outcome(server.http._usual_head)
+    if quick is not None:
+        assert quick == outcome(server.http._head_by_lines)
