@@ -5,8 +5,8 @@ Why hand-written rather than aiohttp (installed with textual-serve): full contro
 goes on the wire and when, which the benchmarks and fault-injection tests are made of (a
 batch of SSE events or WebSocket frames in one write per paced tick; a stream dropped
 without its last chunk; a frame that bypasses the framing), and two limits aiohttp 3.14
-cannot give. Measured on this 2-core VM (server in its own process, /tmp experiment
-`aiohttp_vs_hand.py`, three rounds each, medians): SSE 200,000 tokens unthrottled
+cannot give. Measured on this 2-core VM (the same replay served by each in its own
+process, httpx and websockets as clients, three rounds, medians): SSE 200,000 tokens unthrottled
 2.4-4.3M tokens/s here vs 3.1-4.4M with aiohttp (the client is the bottleneck; a tie);
 keep-alive request 0.39-0.50 ms vs 0.43-0.59 ms; WebSocket 200,000 tokens 274-347k
 tokens/s vs 139-168k (aiohttp writes frame by frame: 1.7-2x slower), one-token round trip
@@ -26,7 +26,8 @@ The limits (`Limits`; every refusal answers with a status and closes the connect
   folding or a header line without a name get 400; a chunked request body 411 (send its
   Content-Length), another transfer coding 501, an HTTP version other than 1.x 505;
 - time: a head must arrive within `header_timeout` of its first byte (of the connection,
-  for the first request), a body within `body_timeout` (else 408); a keep-alive connection
+  for the first request), a body within `body_timeout` (else 408; head lines end with
+  CRLF); a keep-alive connection
   waiting `idle_timeout` for its next request is closed (an upgraded WebSocket is not: it is
   the persistent connection steer keeps); TLS handshakes get `header_timeout` as well;
 - concurrency: at most `unauthenticated` connections at once that have not yet shown the
@@ -58,8 +59,6 @@ class Limits:
     unauthenticated: int = 64  # connections at once that have not shown the token yet
     linger: float = 1.0
 
-
-MAX_BODY = Limits.body
 
 
 @dataclass
