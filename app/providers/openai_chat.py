@@ -115,6 +115,10 @@ class OpenAIChat(Provider):
                             if data == "[DONE]":
                                 finish = finish or "stop"
                                 break
+                            if type(data) is retry.ErrorEvent:  # `event: error`, any data
+                                yield retry.stream_error(data, resp.url.host, self._key)
+                                yield Done("error")
+                                return
                             try:
                                 obj = json.loads(data)
                             except ValueError:
@@ -123,9 +127,7 @@ class OpenAIChat(Provider):
                                 yield Done("error")
                                 return
                             if obj.get("error"):
-                                e = obj["error"]
-                                msg = e.get("message", str(e)) if isinstance(e, dict) else str(e)
-                                yield Error("model", self._redact(f"the server reported an error: {msg}"))
+                                yield retry.stream_error(obj, resp.url.host, self._key)
                                 yield Done("error")
                                 return
                             for ch in obj.get("choices") or ():
@@ -188,9 +190,11 @@ def _usage(usage: dict) -> Usage:
 
 
 async def _sse_data(resp: httpx.Response) -> AsyncIterator[str]:
-    """The `data:` payloads of an SSE stream (multi-line data joined with newlines)."""
+    """The `data:` payloads of an SSE stream (multi-line data joined with newlines); an
+    event named `error` comes as a retry.ErrorEvent."""
     buf = b""
     data: list[str] = []
+    named = False  # the event being read has an `event:` line naming it `error`
     async for raw in resp.aiter_raw():
         buf += raw
         if b"\n" not in raw:
@@ -202,14 +206,17 @@ async def _sse_data(resp: httpx.Response) -> AsyncIterator[str]:
                 line = line[:-1]
             if not line:
                 if data:
-                    yield "\n".join(data)
+                    yield retry.ErrorEvent("\n".join(data)) if named else "\n".join(data)
                     data = []
+                named = False
             elif line.startswith(b"data:"):
                 chunk = line[5:]
                 data.append((chunk[1:] if chunk.startswith(b" ") else chunk).decode("utf-8"))
-            # comments (":keep-alive"), event:, id:, retry: carry nothing we use
+            elif line.startswith(b"event:"):
+                named = line[6:].strip() == b"error"
+            # comments (":keep-alive"), id:, retry: carry nothing we use
     if data:
-        yield "\n".join(data)
+        yield retry.ErrorEvent("\n".join(data)) if named else "\n".join(data)
 
 
 def _server_speed(obj: dict) -> float | None:

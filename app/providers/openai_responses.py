@@ -523,8 +523,11 @@ class OpenAIResponses(Provider):
                                 obj = json.loads(data)
                                 obj["type"]
                             except (ValueError, KeyError, TypeError):
-                                ans.error = Error("protocol", self._redact(
-                                    f"the server sent a malformed event: {data[:120]!r}"))
+                                if type(data) is retry.ErrorEvent:  # `event: error` in its own shape
+                                    ans.error = retry.stream_error(data, resp.url.host, key)
+                                else:
+                                    ans.error = Error("protocol", self._redact(
+                                        f"the server sent a malformed event: {data[:120]!r}"))
                                 break
                             events, done = self._on_event(obj, ans)
                             for ev in events:

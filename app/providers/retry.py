@@ -11,6 +11,9 @@ HTTP back-ends share (Chat Completions over SSE, the Responses WebSocket and its
   than MAX_WAIT is not waited for: the error says how long, and the user retries when ready.
 - An error says what happened and what to do next, in one line, and names the variable the
   key is read from (never the key).
+- An error the server reports inside a stream (an SSE event named `error`, whatever its
+  data's shape, or a chunk with an `error` field) ends the answer with that error: the SSE
+  readers yield such an event's data as an `ErrorEvent`, and `stream_error` words it.
 """
 
 from __future__ import annotations
@@ -164,6 +167,34 @@ def connect_error(where: str, exc: BaseException, attempts: int = 1) -> Error:
     return Error("network", f"cannot connect to {where}{_attempts(attempts)}: "
                  f"{connect_reason(exc)}. Is the server running? Check --base-url, or use "
                  "another endpoint", retryable=True)
+
+
+class ErrorEvent(str):
+    """The data of an SSE event named `error` (`event: error`), as the SSE readers yield it;
+    any other event's data comes as a plain str."""
+
+    __slots__ = ()
+
+
+def stream_error(data: str | dict, host: str, key: str | None = None) -> Error:
+    """An error the server reported mid-stream (after its 200: the generation failed), as
+    the Error the answer ends with: its message (`{"message"}`, `{"error": {"message"}}`,
+    `{"error": "..."}` or plain text), the key masked."""
+    obj: object = data
+    if isinstance(data, str):
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            obj = data
+    inner = obj.get("error") if isinstance(obj, dict) else None
+    source = inner if isinstance(inner, dict) else obj
+    if isinstance(source, dict):
+        message = source.get("message") or (inner if isinstance(inner, str) else None) \
+            or json.dumps(source)[:200]
+    else:
+        message = source
+    message = redact(str(message).strip()[:300], key)
+    return Error("model", f"{host} reported an error mid-answer: {message or 'no reason given'}")
 
 
 def stall_error(where: str, seconds: float) -> Error:
