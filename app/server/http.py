@@ -45,6 +45,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,12 @@ Upgrade = Callable[[HttpRequest, asyncio.StreamReader, asyncio.StreamWriter],
 # the value of a request's Authorization header (None: it has none) -> whether it may go on;
 # authorize(None) is True when the server needs no token
 Authorize = Callable[[str | None], bool]
+
+
+class Record(Protocol):
+    """Where refusals are noted (app/server/generation.py's Recent: the last few only)."""
+
+    def append(self, item: dict, /) -> None: ...
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
            408: "Request Timeout", 411: "Length Required", 413: "Content Too Large",
            414: "URI Too Long", 426: "Upgrade Required", 429: "Too Many Requests",
@@ -106,7 +113,7 @@ _LENGTH = re.compile(r"[0-9]{1,18}")  # beyond 18 digits it is no length this se
 _BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _BAD_TARGET = re.compile(rb"[\x00-\x20\x7f]")
 # the header lines of a head, blank line included: names are tokens, values hold no controls
-_FIELDS = re.compile(rb"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*\r\n")
+_FIELDS = re.compile(rb"(?:" + _TOKEN.pattern + rb":[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*\r\n")
 
 
 class Refusal(Exception):
@@ -131,7 +138,7 @@ class HttpServer:
                  upgrade: Upgrade | None = None, ssl: object | None = None,
                  authorize: Authorize | None = None,
                  unauthorized: Callable[[], HttpResponse] | None = None,
-                 limits: Limits | None = None, refused: object | None = None) -> None:
+                 limits: Limits | None = None, refused: Record | None = None) -> None:
         self.handler = handler
         self.upgrade = upgrade
         self.host = host
@@ -140,7 +147,7 @@ class HttpServer:
         self.authorize = authorize
         self.unauthorized = unauthorized  # the 401 answer (else a plain one)
         self.limits = limits or Limits()
-        self.refused = refused  # a list-like: a dict per refusal (status, method, path, headers)
+        self.refused = refused  # a dict per refusal: status, and method, path, headers as read
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
         self._unauthenticated = 0
@@ -317,7 +324,7 @@ class HttpServer:
         """Answer, then stop: half-close and drop what the client still sends (at most
         `linger` seconds) so that it reads the answer, not a reset."""
         if self.refused is not None:
-            self.refused.append({"status": refusal.status, **refusal.seen})  # type: ignore[attr-defined]
+            self.refused.append({"status": refusal.status, **refusal.seen})
         resp = refusal.response()
         resp.headers["Connection"] = "close"
         if refusal.status == 503:
@@ -456,8 +463,8 @@ def _keep_alive(req: HttpRequest) -> bool:
 
 
 def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
-    """(method, path, headers with lower-cased names) of a request's head (for tests' raw
-    servers; the server itself reads a head line by line, under its limits)."""
+    """(method, path, headers with lower-cased names) of a request's head, leniently (for
+    tests' raw servers; the server itself reads a head under its limits, above)."""
     lines = head.decode("latin-1").split("\r\n")
     method, path, _version = lines[0].split(" ", 2)
     headers = {}
