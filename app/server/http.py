@@ -35,6 +35,12 @@ The limits (`Limits`; every refusal answers with a status and closes the connect
 - after a refusal the server stops reading, half-closes and drops what the client still
   sends for at most `linger` seconds, so that a client busy sending its body reads the
   answer rather than a connection reset.
+
+What the limits cost: reading and checking a usual head takes ~13 us instead of ~5 us, and
+a stream buffers `line` (8 kB) rather than asyncio's 64 kB before it stops reading the
+socket (a 4 MB upload: ~1-2 ms more); `steer bench transport` is unchanged within its noise
+(medians of 20 interleaved runs, before -> after: persistent WebSocket request 0.251 ->
+0.256 ms, new HTTPS connection request 2.59 -> 2.51 ms, native steer added 1.65 -> 1.64 ms).
 """
 
 from __future__ import annotations
