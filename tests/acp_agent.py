@@ -22,6 +22,9 @@ Steps:
   {"write": {"path", "content"}}      fs/write_text_file (waits for steer's answer)
   {"edit": {"path", "old", "new"}}    as Claude Code's Edit: read, replace, announce, write
   {"junk": text}                      raw bytes on stdout
+  {"notify": {"method", "params"}}    a JSON-RPC notification as given ("$session" in params
+                                     becomes the session id), e.g. a session/update of a kind
+                                     no schema knows, or with params null
   {"stderr": text}
   {"sleep": seconds} / {"hang": true} / {"die": true} (SIGKILL itself)
   {"wait_cancel": true}               wait for session/cancel, then end the turn `cancelled`
@@ -189,6 +192,11 @@ class ScriptedAgent:
 
     async def do_junk(self, sid: str, text: str) -> None:
         os.write(1, text.encode() + b"\n")
+
+    async def do_notify(self, sid: str, a: dict[str, Any]) -> None:
+        params = json.loads(json.dumps(a.get("params")).replace('"$session"', json.dumps(sid)))
+        os.write(1, json.dumps({"jsonrpc": "2.0", "method": a["method"], "params": params}).encode()
+                 + b"\n")
 
     async def do_stderr(self, sid: str, text: str) -> None:
         print(text, file=sys.stderr, flush=True)

@@ -477,6 +477,44 @@ def test_steer_run_agent_faults_exit_3_and_print_the_partial_edits(
     assert git(repo, "status", "--porcelain") == ""
 
 
+UNREADABLE = [
+    {"notify": {"method": "session/update",
+                "params": {"sessionId": "$session", "update": {"sessionUpdate": "bogus_kind"}}}},
+    {"notify": {"method": "session/update", "params": None}},
+    {"notify": {"method": "session/update", "params": None}},  # the same reason: said once
+]
+
+
+def test_steer_run_agent_names_an_update_it_cannot_read_in_one_line(repo, tmp_path, agent_log):
+    cmd = script(tmp_path, [{"say": "before, "}, *UNREADABLE,
+                            {"tool": {"id": "t1", "path": "f.txt", "old": "line 3\n",
+                                      "new": "line three\n"}},
+                            {"say": "after."}])
+    out = steer(repo, "run", "go", "--agent", cmd, "--accept", "all")
+    assert out.returncode == 0, out.stderr  # skipped, as acp does: the turn goes on
+    assert "Traceback" not in out.stderr and "pydantic" not in out.stderr, out.stderr
+    notes = [line for line in out.stderr.splitlines() if "session/update" in line]
+    assert notes == [
+        "steer: skipped a session/update from the agent that steer cannot read "
+        "(unknown kind 'bogus_kind')",
+        "steer: skipped a session/update from the agent that steer cannot read "
+        "(params is null, not an object)"], out.stderr
+    assert "before, after." in out.stderr
+    assert (repo / "f.txt").read_text() == SRC.replace("line 3\n", "line three\n")
+
+
+async def test_an_update_it_cannot_read_is_a_failed_step_of_the_turn(repo, tmp_path, agent_log):
+    session = session_for(repo, script(tmp_path, [{"say": "a"}, *UNREADABLE, {"say": "b"}]))
+    try:
+        turn = await session.ask("go")
+    finally:
+        await session.aclose()
+    assert turn.complete, turn.error
+    assert turn.text == "ab"
+    assert [(t.kind, t.status) for t in turn.tools.values()] == [("steer", "failed")] * 2
+    assert "unknown kind 'bogus_kind'" in list(turn.tools.values())[0].title
+
+
 def test_steer_run_agent_that_cannot_start_exits_3(repo):
     out = steer(repo, "run", "go", "--agent", "steer-no-such-agent-xyz")
     assert out.returncode == 3 and "cannot start the agent" in out.stderr

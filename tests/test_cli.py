@@ -190,6 +190,44 @@ def test_an_auth_error_does_not_leak_the_key(repo):
     assert clean(repo)
 
 
+def test_an_sse_error_event_exits_3_and_writes_nothing(repo):
+    """A server that sends `event: error` mid-answer, then goes on to finish as if nothing
+    happened (exact bytes, from a bare socket server on 127.0.0.1)."""
+    import socketserver
+    import threading
+
+    def event(obj: object, name: str = "") -> bytes:
+        head = f"event: {name}\n".encode() if name else b""
+        return head + b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+    choice = {"index": 0, "delta": {"content": ANSWER}, "finish_reason": None}
+    body = (event({"choices": [choice]}) + event({"message": "the model overloaded"}, "error")
+            + event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            + b"data: [DONE]\n\n")
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            length = 0
+            while (line := self.rfile.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            self.rfile.read(length)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+                             + body)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        out = steer(repo, "run", "edit it", "-f", "f.txt", "--base-url", url, "--model", "m",
+                    "--format", "search_replace", "--accept", "all")
+        server.shutdown()
+    assert out.returncode == 3, out.stderr
+    assert "127.0.0.1 reported an error mid-answer: the model overloaded" in out.stderr
+    assert "nothing was written" in out.stderr
+    assert clean(repo) and (repo / "f.txt").read_text() == SRC
+
+
 # -- undo --------------------------------------------------------------------------------------
 def test_undo_restores_the_exact_bytes_and_deletes_a_created_file(repo):
     answer = sr("f.txt", "line 3\n", "line three\n") + sr("new.txt", "", "fresh\n")

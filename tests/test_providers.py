@@ -555,6 +555,49 @@ async def test_an_error_object_in_the_stream_is_reported():
     assert_key_hidden(events)
 
 
+ERROR_EVENT = b'event: error\ndata: {"message": "the model overloaded (key ' + KEY.encode() \
+    + b')"}\n\n'
+
+
+@pytest.mark.parametrize("event", [ERROR_EVENT, b"event: error\ndata: plain words\n\n",
+                                   b'event:error\r\ndata: {"error": {"message": "nested"}}\r\n\r\n'],
+                         ids=["message", "text", "nested"])
+async def test_an_sse_error_event_ends_the_answer_with_its_message(event):
+    # the server goes on as if nothing happened: the answer must still end with the error
+    out = [sse(chunk(content="Part")), event, sse(chunk(finish="stop")), sse("[DONE]")]
+    async with raw_server(sse_reply(out)) as (url, _):
+        events = await collect(provider(url))
+    assert text_of(events) == "Part"
+    err = assert_ends_with_error(events, "model")
+    want = {ERROR_EVENT: "the model overloaded (key ***)"}.get(event, "plain words"
+                                                               if b"plain" in event else "nested")
+    assert err.message == f"127.0.0.1 reported an error mid-answer: {want}"
+    assert_key_hidden(events)
+
+
+async def test_an_sse_error_event_ends_a_responses_answer_too():
+    from app.providers.openai_responses import OpenAIResponses
+
+    def ev(kind: str, **fields: object) -> bytes:
+        return (f"event: {kind}\ndata: ".encode()
+                + json.dumps({"type": kind, **fields}).encode() + b"\n\n")
+
+    out = [ev("response.created", response={"id": "resp_1", "status": "in_progress"}),
+           ev("response.output_text.delta", item_id="msg_1", delta="Part", output_index=0,
+              content_index=0),
+           ERROR_EVENT,
+           ev("response.completed", response={"id": "resp_1", "status": "completed"})]
+    async with raw_server(sse_reply(out)) as (url, seen):
+        p = OpenAIResponses(url, "m", KEY, transport="sse", stall_timeout=5.0)
+        events = [e async for e in p.stream(Request(MESSAGES))]
+        await p.aclose()
+    assert seen[0].path == "/v1/responses"
+    assert text_of(events) == "Part"
+    err = assert_ends_with_error(events, "model")
+    assert err.message == "127.0.0.1 reported an error mid-answer: the model overloaded (key ***)"
+    assert_key_hidden(events)
+
+
 # ---------------------------------------------------------------------------------------------
 # 9. nobody listening
 

@@ -85,6 +85,17 @@ def test_it_listens_on_loopback_only_unless_told(demo, tmp_path):
         stop(proc)
 
 
+@pytest.mark.parametrize("host,warned", [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_another_interface_than_loopback_is_named_as_an_exposure(demo, tmp_path, host, warned):
+    proc, _ = start_web(demo, tmp_path, "--host", host)
+    stop(proc)
+    err = (tmp_path / "web.err").read_text()
+    assert ("steer web: listening on 0.0.0.0: other machines can reach this session" in err) \
+        is warned, err
+    if warned:
+        assert "token" in err and len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed")
 def test_the_app_runs_in_a_browser_tab_keys_reach_it_and_the_answer_streams(demo, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")

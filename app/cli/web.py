@@ -123,11 +123,24 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     port = sock.getsockname()[1]
+    if not _loopback(args.host):
+        print(f"steer web: listening on {args.host}: other machines can reach this session; "
+              "whoever has the URL with its token drives the app (your files, your keys)",
+              file=sys.stderr, flush=True)
     shown = args.host if not _any_address(args.host) else "127.0.0.1"
     shown = f"[{shown}]" if ":" in shown else shown
     print(f"steer web: session {sid} at http://{shown}:{port}/?token={token}", flush=True)
     server = make_server(command, token, title=f"steer · {root.name}")
     return _serve(server, sock) or EXIT_OK
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _any_address(host: str) -> bool:

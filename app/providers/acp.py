@@ -13,7 +13,10 @@ hunks) and this module turns into the agent's answer. Cancelling the stream send
 Faults end the turn with an Error and leave the agent's partial edits reviewable: the process
 exiting, a line on its stdout that is not JSON-RPC (acp itself would log and skip it), and
 silence longer than the stall timeout while steer is not the one keeping the agent waiting.
-After a fault the process is stopped; the next turn starts a fresh one.
+After a fault the process is stopped; the next turn starts a fresh one. A `session/update`
+that acp's schema cannot read (a kind newer than the schema, `params: null`) is skipped and
+the turn goes on, as acp would, but named in one line (a failed step of the turn, shown
+once per reason) instead of acp logging pydantic's traceback on stderr.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from acp.schema import (
     Implementation,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    SessionNotification,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -78,6 +82,7 @@ DECLINED = -32001  # our error code for "the user said no": the agent reads the 
 FINISH = {"end_turn": "stop", "max_tokens": "length", "max_turn_requests": "length",
           "refusal": "refusal", "cancelled": "cancelled"}
 _END = object()  # the prompt's response arrived (or failed): the turn is over
+NOTE_KIND = "steer"  # a ToolCall of this kind is steer's own note on the turn, not the agent's
 
 
 class AgentFailed(RuntimeError):
@@ -86,10 +91,13 @@ class AgentFailed(RuntimeError):
 
 class _Pipe:
     """NDJSON over the agent's stdio, as acp's message-level Transport. Strict where acp's own
-    reader is lenient: a line that is not a JSON-RPC message ends the connection."""
+    reader is lenient: a line that is not a JSON-RPC message ends the connection. A
+    session/update acp could not read is skipped here, and `skipped` is told why."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process,
+                 skipped: Callable[[str], None] = lambda why: None) -> None:
         self.proc = proc
+        self.skipped = skipped
         self.junk: str | None = None
         self.last = time.monotonic()  # when the agent last said anything
         self._lock = asyncio.Lock()
@@ -124,12 +132,35 @@ class _Pipe:
             if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
                 self.junk = text[:120].decode("utf-8", "replace")
                 return None
+            if message.get("method") == "session/update" and "id" not in message:
+                why = unreadable_update(message.get("params"))
+                if why is not None:
+                    self.skipped(why)
+                    continue
             return message
 
     async def close(self) -> None:
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError, RuntimeError):  # the pipe or the loop is gone
                 self.proc.stdin.close()
+
+
+def unreadable_update(params: Any) -> str | None:
+    """Why acp's schema cannot read these session/update params, in a few words (None: it
+    can)."""
+    try:
+        SessionNotification.model_validate(params)
+        return None
+    except ValueError as exc:  # pydantic's ValidationError
+        errors = getattr(exc, "errors", lambda: [])()
+    update = params.get("update") if isinstance(params, dict) else None
+    if not isinstance(params, dict):
+        return f"params is {json.dumps(params)[:20]}, not an object"
+    if isinstance(update, dict) and any(e.get("type") == "union_tag_invalid" for e in errors):
+        return f"unknown kind {str(update.get('sessionUpdate'))[:40]!r}"
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ())) or "params"
+    return f"{where}: {str(first.get('msg', 'invalid'))[:80]}"
 
 
 class AcpAgent(Provider):
@@ -158,6 +189,7 @@ class AcpAgent(Provider):
         self._waiting = 0  # agent requests the user is deciding: silence is not a stall then
         self._tools: dict[str, ToolCall] = {}
         self._diffs: set[tuple[str, str, str | None, str]] = set()  # diff contents already sent
+        self._skipped: set[str] = set()  # why session/updates were skipped (each said once)
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- the process and the session --------------------------------------------------------
@@ -190,7 +222,7 @@ class AcpAgent(Provider):
             raise AgentFailed(f"cannot start the agent {self.argv[0]!r}: {exc.strerror or exc}") from None
         self._stderr.clear()
         self._stderr_task = asyncio.create_task(self._read_stderr(proc))
-        self._pipe = _Pipe(proc)
+        self._pipe = _Pipe(proc, self._skip)
         # acp serves a client that implements part of its Client protocol (it answers "method
         # not found" for the rest): steer offers an agent files and permissions only
         self._conn = ClientSideConnection(_Client(self), self._pipe)  # type: ignore[arg-type]
@@ -378,6 +410,15 @@ class AcpAgent(Provider):
                     self._diffs.add(key)
                     self._push(FileEdit(item.path, item.old_text, item.new_text, tool.id))
         return tool
+
+    def _skip(self, why: str) -> None:
+        """A session/update that could not be read: one failed step of the turn says so."""
+        if why in self._skipped:
+            return
+        self._skipped.add(why)
+        self._push(ToolCall(f"steer-skipped-{len(self._skipped)}",
+                            f"skipped a session/update from the agent that steer cannot read "
+                            f"({why})", NOTE_KIND, "failed"))
 
     def on_update(self, update: Any) -> None:
         t = type(update)

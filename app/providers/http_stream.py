@@ -181,11 +181,41 @@ def stall_error(where: str, seconds: float) -> Error:
                  "Retry, or allow longer with --stall-timeout", retryable=True)
 
 
+class ErrorEvent(str):
+    """The data of an SSE event named `error` (`event: error`), as `sse_data` yields it; any
+    other event's data comes as a plain str."""
+
+    __slots__ = ()
+
+
+def stream_error(data: str | dict, host: str, key: str | None = None) -> Error:
+    """An error the server reported mid-stream (after its 200: the generation failed), as
+    the Error the answer ends with: its message (`{"message"}`, `{"error": {"message"}}`,
+    `{"error": "..."}` or plain text), the key masked."""
+    obj: object = data
+    if isinstance(data, str):
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            obj = data
+    inner = obj.get("error") if isinstance(obj, dict) else None
+    source = inner if isinstance(inner, dict) else obj
+    if isinstance(source, dict):
+        message = source.get("message") or (inner if isinstance(inner, str) else None) \
+            or json.dumps(source)[:200]
+    else:
+        message = source
+    text = redact(str(message).strip()[:300], key)
+    return Error("model", f"{host} reported an error mid-answer: {text or 'no reason given'}")
+
+
 # -- the stream ----------------------------------------------------------------------------------
 async def sse_data(resp: httpx.Response) -> AsyncIterator[str]:
-    """The `data:` payloads of an SSE stream (multi-line data joined with newlines)."""
+    """The `data:` payloads of an SSE stream (multi-line data joined with newlines); an event
+    named `error` comes as an ErrorEvent."""
     buf = b""
     data: list[str] = []
+    named = False  # the event being read has an `event:` line naming it `error`
     async for raw in resp.aiter_raw():
         buf += raw
         if b"\n" not in raw:
@@ -197,14 +227,17 @@ async def sse_data(resp: httpx.Response) -> AsyncIterator[str]:
                 line = line[:-1]
             if not line:
                 if data:
-                    yield "\n".join(data)
+                    yield ErrorEvent("\n".join(data)) if named else "\n".join(data)
                     data = []
+                named = False
             elif line.startswith(b"data:"):
                 chunk = line[5:]
                 data.append((chunk[1:] if chunk.startswith(b" ") else chunk).decode("utf-8"))
-            # comments (":keep-alive"), event:, id:, retry: carry nothing we use
+            elif line.startswith(b"event:"):
+                named = line[6:].strip() == b"error"
+            # comments (":keep-alive"), id:, retry: carry nothing we use
     if data:
-        yield "\n".join(data)
+        yield ErrorEvent("\n".join(data)) if named else "\n".join(data)
 
 
 class Reader(Protocol):
@@ -262,6 +295,10 @@ async def stream(to: Endpoint, body: Callable[[], dict[str, Any]], reader: Calla
                         return
                 else:
                     async for data in sse_data(resp):
+                        if type(data) is ErrorEvent:  # `event: error`, whatever its data
+                            yield stream_error(data, resp.url.host, to.key)
+                            yield Done("error")
+                            return
                         events, over = ans.feed(data)
                         for ev in events:
                             yield ev

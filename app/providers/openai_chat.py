@@ -114,10 +114,7 @@ class _Answer:
                 f"the server sent malformed JSON: {data[:120]!r}", self.key))
             return [], True
         if obj.get("error"):
-            e = obj["error"]
-            msg = e.get("message", str(e)) if isinstance(e, dict) else str(e)
-            self.failure = Error("model", http_stream.redact(
-                f"the server reported an error: {msg}", self.key))
+            self.failure = http_stream.stream_error(obj, self.where, self.key)
             return [], True
         out: list[Event] = []
         for ch in obj.get("choices") or ():

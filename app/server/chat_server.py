@@ -17,7 +17,8 @@ Two back-ends:
 
 With a token (from the command line always when serving a model; see
 app/providers/serve_registry.py) every request must carry it as `Authorization: Bearer`, or
-gets 401.
+gets 401 before the rest of it is read; the HTTP server's limits (sizes, timeouts,
+connections without the token) are in app/server/http.py.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from app.server.generation import Backend, Faults, prediction_usage, rss_bytes
-from app.server.http import HttpRequest, HttpResponse, HttpServer
+from app.server.http import HttpRequest, HttpResponse, HttpServer, Limits
 from app.server.responses import ResponsesService
 
 
@@ -49,12 +50,16 @@ class ChatServer(Backend):
                  model_path: str | None = None, faults: Faults | None = None, host: str = "127.0.0.1",
                  port: int = 0, model_name: str | None = None, token: str | None = None,
                  websocket: bool = True, steering: bool = True, ssl: object | None = None,
-                 first_token_delay: float = 0.0, record_frames: bool = False) -> None:
+                 first_token_delay: float = 0.0, record_frames: bool = False,
+                 limits: Limits | None = None) -> None:
         super().__init__(replay=replay, rate=rate, model_path=model_path, faults=faults,
                          model_name=model_name, token=token, first_token_delay=first_token_delay,
                          record_frames=record_frames)
         self.responses = ResponsesService(self, websocket=websocket, steering=steering)
-        self.http = HttpServer(self.handle, host, port, upgrade=self.responses.upgrade, ssl=ssl)
+        # the token is checked by the HTTP server, before it reads the rest of a request
+        self.http = HttpServer(self.handle, host, port, upgrade=self.responses.upgrade, ssl=ssl,
+                               authorize=self.authorized, unauthorized=self.unauthorized,
+                               limits=limits, refused=self.stats.refused)
 
     async def start(self) -> int:
         await self.load()
@@ -69,9 +74,7 @@ class ChatServer(Backend):
         await self.http.close()
 
     async def handle(self, req: HttpRequest) -> HttpResponse:
-        self.last_activity = time.monotonic()
-        if not self.authorized(req):
-            return self.unauthorized()
+        self.last_activity = time.monotonic()  # (the token was checked: see __init__)
         path = req.path.split("?")[0].rstrip("/")
         if req.method == "GET" and path == "/health":
             return HttpResponse.json(await self.health())

@@ -9,14 +9,18 @@ responses.py) take their tokens from a `Backend`, so neither needs the other.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import re
 import time
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar, overload
 
 from app.core.faults import stop_point
-from app.server.http import HttpRequest, HttpResponse
+from app.server.http import HttpResponse
 
+T = TypeVar("T")
 _TOKEN = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]{1,3}|\s+")
 
 
@@ -56,18 +60,86 @@ class Faults:
     refuse_prediction: bool = False  # Chat Completions: a body with `prediction` gets OpenAI's 400
 
 
+class Recent(Generic[T]):
+    """The last `keep` items appended, indexed as if none had been dropped: len() counts
+    every item ever appended, `[i]` and `[i:]` take those absolute positions (an item no
+    longer kept raises IndexError; a slice gives what is kept of it), iteration and `==`
+    see the kept items, oldest first. So code that notes `len(stats.started)` and reads
+    `stats.started[n:]` later keeps working after thousands of requests, in bounded memory."""
+
+    __slots__ = ("_items", "_dropped")
+
+    def __init__(self, keep: int) -> None:
+        self._items: deque[T] = deque(maxlen=keep)
+        self._dropped = 0
+
+    def append(self, item: T) -> None:
+        if len(self._items) == self._items.maxlen:
+            self._dropped += 1
+        self._items.append(item)
+
+    @property
+    def kept(self) -> list[T]:
+        return list(self._items)
+
+    def __len__(self) -> int:
+        return self._dropped + len(self._items)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._items)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._items[j - self._dropped] for j in range(*i.indices(len(self)))
+                    if j >= self._dropped]
+        j = i + len(self) if i < 0 else i
+        if not self._dropped <= j < len(self):
+            raise IndexError(f"index {i} is not kept (the last {self._items.maxlen} of "
+                             f"{len(self)} are)")
+        return self._items[j - self._dropped]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Recent):
+            other = other.kept
+        return isinstance(other, list) and self.kept == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Recent({self.kept!r}, total={len(self)})"
+
+
+KEEP_REQUESTS = 64  # bodies and headers kept (each up to a body or head cap of app/server/http.py)
+KEEP_TIMES = 1024  # arrival times and generation timings
+KEEP_FRAMES = 100_000  # with record_frames (tests)
+
+
 @dataclass
 class ServerStats:
-    requests: list[float] = field(default_factory=list)  # wall-clock time each request arrived
-    bodies: list[dict] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)  # names lower-cased
+    """What the server saw, for tests and benchmarks: the recent part of it (see Recent)."""
+
+    requests: Recent[float] = field(default_factory=lambda: Recent(KEEP_TIMES))  # arrival, wall clock
+    bodies: Recent[dict] = field(default_factory=lambda: Recent(KEEP_REQUESTS))
+    headers: Recent[dict[str, str]] = field(  # names lower-cased; requests past the token only
+        default_factory=lambda: Recent(KEEP_REQUESTS))
+    # requests refused by the HTTP server: {"status", "method", "path", "headers" read so far}
+    refused: Recent[dict] = field(default_factory=lambda: Recent(KEEP_REQUESTS))
     # perf_counter times, for benchmarks: a generation began / sent its first token / was
     # stopped early (the client interrupted, steered or went away)
-    started: list[float] = field(default_factory=list)
-    first_token: list[float] = field(default_factory=list)
-    stopped: list[float] = field(default_factory=list)
+    started: Recent[float] = field(default_factory=lambda: Recent(KEEP_TIMES))
+    first_token: Recent[float] = field(default_factory=lambda: Recent(KEEP_TIMES))
+    stopped: Recent[float] = field(default_factory=lambda: Recent(KEEP_TIMES))
     upgrades: int = 0  # WebSocket connections accepted
-    frames: list[tuple[str, str]] = field(default_factory=list)  # with record_frames: WebSocket frames
+    # with record_frames: WebSocket frames ("in"|"out", text)
+    frames: Recent[tuple[str, str]] = field(default_factory=lambda: Recent(KEEP_FRAMES))
 
 
 @dataclass
@@ -113,12 +185,16 @@ class Backend:
             self._local = LocalModel(self.model_path)
             await asyncio.to_thread(warm, self._local.model_path)
 
-    def authorized(self, req: HttpRequest) -> bool:
+    def authorized(self, authorization: str | None) -> bool:
+        """Whether a request with this Authorization header (None: none) may go on; the HTTP
+        server asks before it reads the rest of the request (app/server/http.py)."""
         if not self.token:
             return True
-        import hmac
-
-        return hmac.compare_digest(req.headers.get("authorization", ""), f"Bearer {self.token}")
+        if authorization is None:
+            return False
+        # bytes: a header may hold any latin-1 character, compare_digest takes ASCII str only
+        return hmac.compare_digest(authorization.encode("latin-1"),
+                                   f"Bearer {self.token}".encode("latin-1", "replace"))
 
     def unauthorized(self) -> HttpResponse:
         return HttpResponse.json({"error": {"message": "missing or wrong token: steer serve needs "

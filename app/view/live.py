@@ -35,6 +35,7 @@ class LiveStatus:
         self.period = 1.0 / hz
         self._partial = ""
         self._retries: tuple[Turn | None, int] = (None, 0)  # announced retries printed
+        self._noted: tuple[Turn | None, set[str]] = (None, set())  # steer's notes printed
 
     async def follow(self) -> None:
         while True:
@@ -49,6 +50,7 @@ class LiveStatus:
         new = "".join(p.text for p in frame.answer if p.style == "text" and not p.line)
         # each retry the back-end announced, on a line of its own (they come before any text)
         notes = "".join(f"steer: {retry_line(r)}\n" for r in self._new_retries(turn))
+        notes += "".join(f"steer: {title}\n" for title in self._new_notes(turn))
         if not self.tty:
             if new or notes:
                 self.out.write(notes + new)
@@ -71,6 +73,17 @@ class LiveStatus:
             seen = 0
         self._retries = (turn, len(turn.retries))
         return turn.retries[seen:]
+
+    def _new_notes(self, turn: Turn) -> list[str]:
+        """steer's own notes on an agent's turn (a step of kind "steer", e.g. an update it
+        could not read), each once."""
+        seen_turn, seen = self._noted
+        if seen_turn is not turn:
+            seen = set()
+            self._noted = (turn, seen)
+        new = [t for t in turn.tools.values() if t.kind == "steer" and t.id not in seen]
+        seen.update(t.id for t in new)
+        return [t.title for t in new]
 
     def close(self) -> None:
         turn = self.session.turn
