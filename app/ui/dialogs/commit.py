@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
 from app.core.git.commit_message import ProposalFailed
-from app.core.git.sync import Sync
+from app.core.git.live_tree import LiveTree
 from app.core.provider import Provider
 from app.view.outside_text import terminal, to_text
 
@@ -29,9 +29,9 @@ class CommitScreen(ModalScreen[str | None]):
                 Binding("ctrl+g", "propose", "Propose a message", priority=True),
                 Binding("escape", "cancel", "Cancel", priority=True)]
 
-    def __init__(self, sync: Sync, provider: Provider, staged: list[str]) -> None:
+    def __init__(self, live: LiveTree, provider: Provider, staged: list[str]) -> None:
         super().__init__()
-        self.sync = sync
+        self.live = live
         self.provider = provider
         self.staged = staged
 
@@ -53,7 +53,7 @@ class CommitScreen(ModalScreen[str | None]):
     async def action_propose(self) -> None:
         self._say(f"asking {self.provider.label} for a message…")
         try:
-            message = await self.sync.propose_message(self.provider)
+            message = await self.live.propose_message(self.provider)
         except ProposalFailed as exc:
             self._say(f"no message proposed: {exc}")
             return
@@ -64,7 +64,7 @@ class CommitScreen(ModalScreen[str | None]):
     async def action_commit(self) -> None:
         message = self.query_one(TextArea).text
         self._say("committing (hooks run as git runs them)…")
-        result = await self.sync.commit(message)
+        result = await self.live.commit(message)
         if result.ok:
             self.dismiss(result.message)
         else:
