@@ -207,6 +207,7 @@ class MainScreen(FrameTickScreen):
     def watch_focus_area(self) -> None:
         if self._ready:
             self._show_where()
+            self.refresh_bindings()  # where keys go is part of what the key bar shows
 
     def _show_where(self) -> None:
         """The key bar says where keys go (and that letters still type, while they do)."""
