@@ -9,7 +9,7 @@ and the editor would send it to the terminal as it is."""
 
 from __future__ import annotations
 
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -29,6 +29,9 @@ class CommitScreen(ModalScreen[str | None]):
                 Binding("ctrl+g", "propose", "Propose a message", priority=True),
                 Binding("escape", "cancel", "Cancel", priority=True)]
 
+    message_area = getters.query_one("#commit-message", TextArea)
+    result_line = getters.query_one("#commit-result", Static)
+
     def __init__(self, live: LiveTree, provider: Provider, staged: list[str]) -> None:
         super().__init__()
         self.live = live
@@ -44,10 +47,10 @@ class CommitScreen(ModalScreen[str | None]):
             yield Static("", id="commit-result")
 
     def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+        self.message_area.focus()
 
     def _say(self, text: str) -> None:
-        self.query_one("#commit-result", Static).update(to_text(text))
+        self.result_line.update(to_text(text))
 
     @work(exclusive=True, group="commit")
     async def action_propose(self) -> None:
@@ -57,12 +60,12 @@ class CommitScreen(ModalScreen[str | None]):
         except ProposalFailed as exc:
             self._say(f"no message proposed: {exc}")
             return
-        self.query_one(TextArea).text = terminal(message, dim=False)
+        self.message_area.text = terminal(message, dim=False)
         self._say("proposed: edit it as you like, then Ctrl+S")
 
     @work(exclusive=True, group="commit")
     async def action_commit(self) -> None:
-        message = self.query_one(TextArea).text
+        message = self.message_area.text
         self._say("committing (hooks run as git runs them)…")
         result = await self.live.commit(message)
         if result.ok:

@@ -4,6 +4,7 @@ written, Esc cancels. The title's path is outside text, shown through the bounda
 
 from __future__ import annotations
 
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -30,6 +31,8 @@ class HunkEditor(ModalScreen[list[str] | None]):
     BINDINGS = [Binding("ctrl+s", "save", "Accept edited", priority=True),
                 Binding("escape", "cancel", "Cancel", priority=True)]
 
+    area = getters.query_one("#editor-area", TextArea)
+
     def __init__(self, hunk: Hunk) -> None:
         super().__init__()
         self.hunk = hunk
@@ -48,7 +51,7 @@ class HunkEditor(ModalScreen[list[str] | None]):
             yield area
 
     def action_save(self) -> None:
-        self.dismiss(self.query_one(TextArea).text.split("\n"))
+        self.dismiss(self.area.text.split("\n"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -56,6 +57,8 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
         Binding("escape,q", "cancel", "Cancel", priority=True),
     ]
 
+    turns = getters.query_one("#rewind-list", OptionList)
+
     def __init__(self, checkpoints: list[tuple[int, str, list[str]]], can_redo: bool) -> None:
         super().__init__()
         self.checkpoints = checkpoints
@@ -78,7 +81,7 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
                         "written to it.", id="rewind-foot")
 
     def on_mount(self) -> None:
-        ol = self.query_one(OptionList)
+        ol = self.turns
         ol.focus()
         if self.checkpoints:
             ol.highlighted = len(self.checkpoints) - 1
@@ -92,7 +95,7 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
             if self.can_redo:
                 self.dismiss(RewindChoice(-1, "redo"))
             return
-        highlighted = self.query_one(OptionList).highlighted
+        highlighted = self.turns.highlighted
         if highlighted is None or not self.checkpoints:
             return
         self.dismiss(RewindChoice(self.checkpoints[highlighted][0], what))
