@@ -11,7 +11,6 @@ its own when an answer ends (`_turn_ended`).
 from __future__ import annotations
 
 import gc
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 
@@ -95,7 +94,7 @@ class MainScreen(FrameTickScreen):
         # Panes have a title line and no border: Textual draws a border on every repainted
         # line, which doubles the cost of the panes that repaint every frame.
         with Horizontal(id="main"):
-            yield FilesPane(self.session.ws.root.name, self.live, watch_files=self.watch_files,
+            yield FilesPane(self.session.ws.root.name, self.live, follow_disk=self.watch_files,
                             id="left").data_bind(MainScreen.narrow)
             yield ReviewPane(self.session, self.live, self.availability, id="center")
             yield ConversationPane(self.session, self.welcome, id="side")
@@ -211,8 +210,7 @@ class MainScreen(FrameTickScreen):
 
     def _show_where(self) -> None:
         """The key bar says where keys go (and that letters still type, while they do)."""
-        guarded = self.focus_area == "diff" and time.monotonic() < self.review.diff.guard_until
-        self.key_bar.set_where(self.focus_area, guarded)
+        self.key_bar.set_where(self.focus_area, self.focus_area == "diff" and self.review.guarded)
 
     def _to_review(self, guard: float = 0.0) -> None:
         self.review.guard(guard)  # 0: the user chose to review, their keys act at once
@@ -380,7 +378,7 @@ class MainScreen(FrameTickScreen):
         """Tell the key bar only when what is available changed (every call makes Textual
         walk the bindings; most would change nothing)."""
         ready = self._ready
-        state = (self.focus_area, *self.availability.key(), ready and self.review.diff.line_mode,
+        state = (self.focus_area, *self.availability.key(), ready and self.review.line_mode,
                  ready and self.composer.holds_paste)
         if state != self._bindings_state:
             self._bindings_state = state

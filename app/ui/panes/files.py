@@ -58,12 +58,12 @@ class FilesPane(Vertical):
     class Folded(Message):
         """Whether the tree is shown may have changed: the screen places it."""
 
-    def __init__(self, root_name: str, live: LiveTree, *, watch_files: bool = True,
+    def __init__(self, root_name: str, live: LiveTree, *, follow_disk: bool = True,
                  id: str | None = None) -> None:
         super().__init__(id=id)
         self.root_name = root_name
         self.live = live
-        self.watch_files = watch_files  # watch the disk after the first picture (tests may not)
+        self.follow_disk = follow_disk  # watch the disk after the first picture (tests may not)
         self.files: list[str] = []  # the workspace's files, as the last sync listed them
         self.wanted: bool | None = None  # the user's toggle; None: shown unless narrow
         self._badges: dict[str, int] = {}  # open-hunk counts not yet shown in the tree
@@ -107,7 +107,7 @@ class FilesPane(Vertical):
     # -- live sync -------------------------------------------------------------------------
     async def _sync(self) -> None:
         """The first picture, then every coalesced burst of changes, whoever made them."""
-        async with aclosing(self.live.run(self._stop, watch=self.watch_files)) as updates:
+        async with aclosing(self.live.run(self._stop, watch=self.follow_disk)) as updates:
             async for update in updates:
                 if not alive(self):
                     return

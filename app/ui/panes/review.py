@@ -93,7 +93,16 @@ class ReviewPane(Vertical):
         """The action table decides, with the screen's state (what is open, streaming...)."""
         return actions.available(action, self.state)
 
-    # -- what the availability reads -------------------------------------------------------
+    # -- what the screen and the availability read ----------------------------------------
+    @property
+    def guarded(self) -> bool:
+        """Letters typed here are still text (the review opened on its own a moment ago)."""
+        return time.monotonic() < self.diff.guard_until
+
+    @property
+    def line_mode(self) -> bool:
+        return self.diff.line_mode
+
     @property
     def hunk_open(self) -> bool:
         h = self.diff.hunk
