@@ -11,8 +11,8 @@ from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.server.generation import Faults, split_tokens
 from app.ui.app import SteerApp
-from app.ui.diff_view import DiffView
-from app.ui.prompt import PromptInput
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.prompt import PromptInput
 
 SIZE = (160, 48)
 # stall inside the second block, right after its line "    if b == 0:"

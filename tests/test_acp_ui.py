@@ -14,8 +14,8 @@ from test_acp import SRC, logged, script
 from app.core.edits.hunks import HunkState
 from app.providers.acp import AcpAgent
 from app.ui.app import SteerApp
-from app.ui.diff_view import DiffView
-from app.ui.permission_screen import PermissionScreen
+from app.ui.dialogs.permission import PermissionScreen
+from app.ui.widgets.diff_view import DiffView
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from app.core.conversation import context_budget as budgets
 from app.core.conversation.session import Session
 from app.core.disk.workspace import Workspace
 from app.providers.openai_chat import OpenAIChat
-from app.ui.screens import ChoiceScreen
+from app.ui.dialogs.questions import ChoiceScreen
 
 BIG = "".join(f"def function_{i}(x):\n    return x * {i}  # padding padding padding\n\n"
               for i in range(3000))  # ~200 KB: ≈60k tokens, far over an 8k window

@@ -8,8 +8,8 @@ from textual.app import App, ComposeResult
 
 from app.bench.demo import CALC_ANSWER
 from app.core.edits.hunks import HunkState
-from app.ui.diff_view import DiffView
-from app.ui.stream_view import StreamView
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.stream_view import StreamView
 
 PROSE = """Here is what changed:
 

@@ -19,8 +19,8 @@ from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.ui import actions
 from app.ui.app import SteerApp
-from app.ui.stream_view import StreamView
-from app.ui.welcome import wrap
+from app.ui.widgets.stream_view import StreamView
+from app.ui.widgets.welcome import wrap
 from app.view.welcome import ModelFacts, welcome
 
 KEYS = {"send": "Enter", "queue": "Tab", "accept_hunk": "y", "reject_hunk": "n", "interrupt": "Esc"}
@@ -145,7 +145,7 @@ async def test_the_palette_lists_each_action_once_with_its_key(demo):
             await ask(pilot, "add type hints")
             await reviewing(pilot)  # hunks open: the review's actions are available
             assert rig.hunks()[0].state == HunkState.PENDING
-            expected = list(actions.palette(app.main))
+            expected = list(actions.palette(app.main.availability))
             assert {"accept_hunk", "reject_hunk", "help", "quit", "toggle_tree"} <= {
                 a.id for a in expected}
             entries = await palette_entries(pilot)

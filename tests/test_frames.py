@@ -296,7 +296,7 @@ def test_every_card_style_is_one_the_pane_draws():
     from itertools import combinations
 
     from app.core.edits.hunks import Card, Hunk
-    from app.ui.stream_view import STYLES
+    from app.ui.widgets.stream_view import STYLES
     from app.view.cards import card_text
 
     states = list(HunkState)

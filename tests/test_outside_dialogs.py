@@ -17,12 +17,12 @@ from app.providers.acp import AcpAgent
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.ui.app import SteerApp
-from app.ui.commit_screen import CommitScreen
-from app.ui.permission_screen import PermissionScreen
-from app.ui.reject_reason import RejectReason
-from app.ui.rewind_screen import RewindScreen
-from app.ui.screens import HelpScreen
-from app.ui.stream_view import StreamView
+from app.ui.dialogs.commit import CommitScreen
+from app.ui.dialogs.help import HelpScreen
+from app.ui.dialogs.permission import PermissionScreen
+from app.ui.dialogs.reject_reason import RejectReason
+from app.ui.dialogs.rewind import RewindScreen
+from app.ui.widgets.stream_view import StreamView
 from app.view.outside_text import name, visible
 
 TITLE = "[@click=app.quit]CLICK-HERE[/] Edit x.py \x1b]2;PWNED\x07 [/] \u202eevil"
@@ -104,8 +104,8 @@ async def test_f1_opens_the_help_from_every_dialog_and_comes_back(demo):
             await pilot.press("y")
             await until(pilot, lambda: CALC != (demo / "calc.py").read_text())
             git(demo, "add", "calc.py")
-            await until(pilot, lambda: app.main.in_git)
-            app.main.action_commit()
+            await until(pilot, lambda: app.main.availability.in_git)
+            app.main.review.action_commit()
             await until(pilot, lambda: isinstance(app.screen, CommitScreen))
             await pilot.press("ctrl+g")
             area = app.screen.query_one("#commit-message")

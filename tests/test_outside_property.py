@@ -19,13 +19,13 @@ from textual.app import App, ComposeResult
 from textual.widgets._toast import Toast
 
 from app.core.events import PermissionOption, PermissionRequest, ToolCall
-from app.ui.diff_view import DiffView
-from app.ui.file_tree import FileTree
-from app.ui.line import Line
-from app.ui.permission_screen import PermissionScreen
+from app.ui.dialogs.permission import PermissionScreen
 from app.ui.plain_toasts import PlainToasts
-from app.ui.queue_view import QueueView
-from app.ui.stream_view import StreamView
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.file_tree import FileTree
+from app.ui.widgets.line import Line
+from app.ui.widgets.queue_view import QueueView
+from app.ui.widgets.stream_view import StreamView
 from app.view.layout import Row
 from app.view.outside_text import name, visible
 

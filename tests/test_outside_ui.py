@@ -17,11 +17,11 @@ from app.providers.openai_responses import OpenAIResponses
 from app.server.chat_server import ChatServer
 from app.server.generation import Faults, split_tokens
 from app.ui.app import SteerApp
-from app.ui.diff_view import DiffView
-from app.ui.file_tree import FileTree
-from app.ui.prompt import PromptInput
-from app.ui.queue_view import QueueView
-from app.ui.stream_view import StreamView
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.file_tree import FileTree
+from app.ui.widgets.prompt import PromptInput
+from app.ui.widgets.queue_view import QueueView
+from app.ui.widgets.stream_view import StreamView
 from app.view.outside_text import name, visible
 
 WIDE_SIZE = (600, 60)  # wide enough that a hostile line is drawn whole in the diff pane
@@ -76,13 +76,13 @@ async def test_hostile_names_lines_and_prose_are_shown_never_obeyed(tmp_path):
                 assert shown_whole(app, piece), piece
             assert f"✎ {SLUG}" in stream.text and shown_whole(app, f"✎ {SLUG}")
             # a path with brackets in the diff header and in the toast of an accept
-            app.main._select(SLUG, None)
+            app.main.review.select(SLUG, None)
             await until(pilot, lambda: diff.path == SLUG and shown_whole(app, f" {SLUG}"))
             diff.focus()
             await pilot.press("y")
             await until(pilot, lambda: shown_whole(app, f"accepted 1 hunk(s) → {SLUG}"))
             # what git sees: the working tree against HEAD, with the hostile line accepted
-            app.main._select("calc.py", None)
+            app.main.review.select("calc.py", None)
             await until(pilot, lambda: diff.path == "calc.py")
             diff.focus()
             await pilot.press("y")
@@ -166,9 +166,7 @@ async def test_a_path_with_brackets_reads_as_written_in_the_changed_on_disk_toas
         async with app.run_test(size=(160, 48), notifications=True) as pilot:
             await ask(pilot, "add type hints")
             await reviewing(pilot)
-            await until(pilot, lambda: app.main.git_sync is not None
-                        and app.main.git_sync.watcher is not None
-                        and app.main.git_sync.watcher.ready.is_set())
+            await until(pilot, lambda: app.main.live.watching)
             h2 = app.session.pending.files[SLUG].hunks[1]
             (root / SLUG).write_text(CALC.replace("    return a / b", "    return a / b  # mine"))
             await until(pilot, lambda: h2.state == HunkState.CONFLICT)

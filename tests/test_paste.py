@@ -14,8 +14,9 @@ from textual.widgets import TextArea
 
 from app.bench.demo import CALC_ANSWER
 from app.ui.compat import PasteSafeParser, paste_text
-from app.ui.key_bar import KeyBar
-from app.ui.prompt import PasteView, PromptInput
+from app.ui.dialogs.paste import PasteView
+from app.ui.widgets.key_bar import KeyBar
+from app.ui.widgets.prompt import PromptInput
 from app.view.outside_text import visible
 from app.view.pastes import LIMIT, Pastes
 

@@ -20,10 +20,10 @@ from app.providers.openai_chat import OpenAIChat
 from app.server.generation import Faults
 from app.ui import actions
 from app.ui.app import SteerApp
-from app.ui.key_bar import KeyBar
-from app.ui.line import Line
-from app.ui.prompt import PromptInput
-from app.ui.screens import HelpScreen
+from app.ui.dialogs.help import HelpScreen
+from app.ui.widgets.key_bar import KeyBar
+from app.ui.widgets.line import Line
+from app.ui.widgets.prompt import PromptInput
 from app.view.status import STALL_SHOWN
 
 
@@ -140,7 +140,7 @@ async def test_the_retry_key_is_in_the_help_and_in_the_palette_only_when_a_reque
     async with Rig(demo, CALC_ANSWER, faults=Faults(status=401, fail_first=1)) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
-            titles = lambda: [a.palette for a in actions.palette(app.main)]  # noqa: E731
+            titles = lambda: [a.palette for a in actions.palette(app.main.availability)]  # noqa: E731
             assert "Retry the failed request" not in titles() and "f5" not in keys(app)
             await ask(pilot, "add type hints")
             await until(pilot, failed_and_settled(app))

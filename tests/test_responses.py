@@ -628,7 +628,7 @@ async def test_native_steer_with_the_embedded_model(tmp_path, model_server):
 async def test_the_app_opens_the_socket_at_start_and_enter_while_streaming_steers(demo):
     from app.bench.demo import CALC_ANSWER, SUB_ANSWER
     from app.ui.app import SteerApp
-    from app.ui.prompt import PromptInput
+    from app.ui.widgets.prompt import PromptInput
 
     async def until(pilot, cond, timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout

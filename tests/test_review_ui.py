@@ -12,9 +12,9 @@ from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 from app.bench.demo import CALC, CALC_ANSWER
 from app.core.edits.hunks import OPEN, HunkState
 from app.server.generation import Faults
-from app.ui.diff_view import DiffView
-from app.ui.prompt import PromptInput
-from app.ui.queue_view import QueueView
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.prompt import PromptInput
+from app.ui.widgets.queue_view import QueueView
 
 SENTENCE = "Add a test. And a doc."
 
@@ -84,16 +84,16 @@ async def test_the_review_stays_put_while_the_stream_moves_to_another_file(demo)
             await until(pilot, lambda: len(rig.hunks()) == 2 and app.session.turn.deltas >= STALL)
             diff = app.query_one(DiffView)
             await pilot.press("tab")  # to the review while it streams
-            assert app.focused is diff and app.main.selected == "calc.py"
+            assert app.focused is diff and app.main.review.selected == "calc.py"
             await pilot.press("k")  # onto hunk #1, the complete one
             first = rig.hunks()[0]
             assert diff.hunk is first
             title = app.query_one("#diff-title")
             await until(pilot, lambda: "new hunks streaming in README.md" in title.text)
-            assert app.main.selected == "calc.py" and diff.hunk is first  # not dragged along
+            assert app.main.review.selected == "calc.py" and diff.hunk is first  # not dragged along
             await until(pilot, lambda: app.session.turn.state == "done")
             assert "streaming" not in title.text
-            assert app.main.selected == "calc.py" and diff.hunk is first
+            assert app.main.review.selected == "calc.py" and diff.hunk is first
             await pilot.press("y")
             await until(pilot, lambda: first.state == HunkState.ACCEPTED)
             assert (demo / "README.md").read_text() == "# Demo\n\nA calculator.\n"
@@ -164,7 +164,7 @@ async def test_choosing_another_file_never_leaves_the_last_ones_lines_on_screen(
             tree.focus()
             tree.move_cursor(tree.root.children[0])  # README.md
             await pilot.press("enter")
-            await until(pilot, lambda: app.main.selected == "README.md")
+            await until(pilot, lambda: app.main.review.selected == "README.md")
             await pilot.pause(0.1)
             shown = screen_text(app)
             assert "No pending changes for README.md" in shown
@@ -243,7 +243,7 @@ async def test_a_refused_edit_is_shown_and_can_be_retried_and_no_file_is_made_up
 
 
 async def test_quitting_with_open_hunks_asks_first(demo):
-    from app.ui.screens import ConfirmScreen
+    from app.ui.dialogs.questions import ConfirmScreen
 
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app
@@ -322,7 +322,7 @@ async def test_undo_in_the_app_reaches_an_accept_made_before_it_started(demo):
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.main.can_undo)
+            await until(pilot, lambda: app.main.availability.can_undo)
             await pilot.press("tab", "u")
             await until(pilot, lambda: disk(demo) == CALC)
             del rig

@@ -10,10 +10,10 @@ from app.core.edits.hunks import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.ui.app import SteerApp
-from app.ui.diff_view import DiffView
-from app.ui.reject_reason import RejectReason
-from app.ui.rewind_screen import RewindScreen
-from app.ui.stream_view import StreamView
+from app.ui.dialogs.reject_reason import RejectReason
+from app.ui.dialogs.rewind import RewindScreen
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.stream_view import StreamView
 
 
 def app_for(demo, server, **saving) -> SteerApp:

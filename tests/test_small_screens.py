@@ -12,12 +12,12 @@ from app.bench.demo import CALC_ANSWER
 from app.core.edits.hunks import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.ui.app import SteerApp
-from app.ui.diff_view import DiffView
-from app.ui.file_tree import FileTree
-from app.ui.key_bar import KeyBar, _Entry
-from app.ui.key_bar import fit as fit_keys
-from app.ui.line import Line
-from app.ui.prompt import PromptInput
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.file_tree import FileTree
+from app.ui.widgets.key_bar import KeyBar, _Entry
+from app.ui.widgets.key_bar import fit as fit_keys
+from app.ui.widgets.line import Line
+from app.ui.widgets.prompt import PromptInput
 from app.view.status import SEP, Part, StatusLine, fit
 
 SMALL = (80, 24)
@@ -42,7 +42,7 @@ async def test_at_80x24_the_tree_folds_behind_its_toggle(demo):
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app
         async with app.run_test(size=SMALL) as pilot:
-            await until(pilot, lambda: "calc.py" in app.main.files)
+            await until(pilot, lambda: "calc.py" in app.main.files_pane.files)
             tree, prompt = app.query_one(FileTree), app.query_one(PromptInput)
             keys = app.query_one(KeyBar).plain
             assert tree.region.width == 0  # folded away...

@@ -31,7 +31,7 @@ def test_screen(scenario, snap_compare, tmp_path: Path):
 async def _first_screen(pilot) -> None:
     from app.bench.screenshots import until
 
-    await until(pilot, lambda: "calc.py" in pilot.app.main.files)
+    await until(pilot, lambda: "calc.py" in pilot.app.main.live.files)
     await pilot.pause(0.1)
 
 

@@ -11,8 +11,8 @@ from pilot import SIZE, Rig, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER
 from app.core.edits.hunks import HunkState
-from app.ui.diff_view import DiffView
-from app.ui.file_tree import FileTree
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.file_tree import FileTree
 
 
 def outside(root, code: str) -> None:
@@ -27,9 +27,7 @@ def edit(root, old: str, new: str) -> None:
 
 async def settled(pilot) -> None:
     await reviewing(pilot)
-    await until(pilot, lambda: pilot.app.main.git_sync is not None
-                and pilot.app.main.git_sync.watcher is not None
-                and pilot.app.main.git_sync.watcher.ready.is_set())
+    await until(pilot, lambda: pilot.app.main.live.watching)
 
 
 async def test_an_edit_elsewhere_moves_the_hunks_and_they_still_apply(demo):
@@ -93,8 +91,7 @@ async def test_git_in_another_terminal_shows_in_the_app(demo):
         async with app.run_test(size=SIZE) as pilot:
             tree = app.query_one(FileTree)
             await until(pilot, lambda: app.main.branch == "main" and "main" in app.screen.sub_title)
-            await until(pilot, lambda: app.main.git_sync.watcher is not None
-                        and app.main.git_sync.watcher.ready.is_set())
+            await until(pilot, lambda: app.main.live.watching)
             (demo / "README.md").write_text("# Demo\n\nchanged\n")
             await until(pilot, lambda: tree.git.get("README.md") == ("", "M"))  # unstaged
             git(demo, "add", "README.md")

@@ -17,9 +17,10 @@ from app.core.edits.hunks import HunkState
 from app.providers.openai_chat import OpenAIChat
 from app.server.generation import Faults
 from app.ui.app import SteerApp
-from app.ui.diff_view import DiffView
-from app.ui.prompt import PromptInput
-from app.ui.screens import HelpScreen, HunkEditor
+from app.ui.dialogs.help import HelpScreen
+from app.ui.dialogs.hunk_editor import HunkEditor
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.prompt import PromptInput
 
 
 async def test_interrupt_keeps_complete_hunks_and_marks_the_unfinished_one(demo):
@@ -205,7 +206,7 @@ async def test_at_path_completion_adds_context(demo):
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: "README.md" in app.main.files)
+            await until(pilot, lambda: "README.md" in app.main.files_pane.files)
             await pilot.press(*"explain @RDM")
             prompt = app.query_one(PromptInput)
             assert prompt.completion == "README.md"

@@ -40,7 +40,7 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -
 
 async def settle(pilot: Pilot) -> None:
     """Syntax colours in (they are lexed in a thread), then the frozen picture."""
-    from app.ui.diff_view import DiffView
+    from app.ui.widgets.diff_view import DiffView
 
     diff = pilot.app.query_one(DiffView)
     await pilot.pause(0.05)
@@ -80,15 +80,15 @@ def freeze(app: SteerApp) -> None:
 
 
 async def _ask(pilot: Pilot, text: str) -> None:
-    from app.ui.prompt import PromptInput
+    from app.ui.widgets.prompt import PromptInput
 
-    await until(pilot, lambda: "calc.py" in steer_app(pilot).main.files)
+    await until(pilot, lambda: "calc.py" in steer_app(pilot).main.live.files)
     pilot.app.query_one(PromptInput).value = text
     await pilot.press("enter")
 
 
 async def _done(pilot: Pilot) -> None:
-    from app.ui.diff_view import DiffView
+    from app.ui.widgets.diff_view import DiffView
 
     app = steer_app(pilot)
     diff = app.query_one(DiffView)
@@ -117,7 +117,7 @@ async def review(pilot: Pilot) -> None:
 
 async def conflict(pilot: Pilot) -> None:
     """You edited the lines of a hunk while it was pending: accepting it refuses to write."""
-    from app.ui.diff_view import DiffView
+    from app.ui.widgets.diff_view import DiffView
 
     app = steer_app(pilot)
     await _ask(pilot, "add type hints and guard div against zero")
@@ -132,7 +132,7 @@ async def conflict(pilot: Pilot) -> None:
 
 async def help_screen(pilot: Pilot) -> None:
     """The keys (rebindable)."""
-    await until(pilot, lambda: "calc.py" in steer_app(pilot).main.files)
+    await until(pilot, lambda: "calc.py" in steer_app(pilot).main.live.files)
     await pilot.press("f1")
     await settle(pilot)
 

@@ -154,7 +154,7 @@ async def _one_rate(root: Path, answer_file: Path, rate: float, saving: dict | N
             await pilot.pause(0.2)
             displays, frames, ticks, collections = _instrument(app)
             cpu0 = time.process_time()
-            app.main.send("apply the recorded edits")
+            app.main.composer.send("apply the recorded edits")
             turn = app.session.turn
             assert turn is not None  # send() started it
             turn.chunks = _Stamped()
@@ -211,7 +211,7 @@ async def _esc_trials(root: Path, answer_file: Path, trials: int) -> dict:
             await pilot.pause(0.2)
             displays, *_ = _instrument(app)
             for _ in range(trials):
-                app.main.send("apply the recorded edits")
+                app.main.composer.send("apply the recorded edits")
                 await asyncio.sleep(0.1 + rnd.random() * 0.3)
                 if not app.session.streaming:
                     continue
@@ -247,9 +247,9 @@ async def main():
     out = {}
     on_display(app, lambda: out.setdefault("first_paint_s", time.perf_counter() - t0))
     async with app.run_test(headless=True, size=(160, 48)) as pilot:
-        while not app.main.files:
+        while not app.main.live.files:
             await asyncio.sleep(0.01)
-        out["files_listed"] = len(app.main.files)
+        out["files_listed"] = len(app.main.live.files)
         out["tree_ready_s"] = time.perf_counter() - t0
         await pilot.pause(0.2)
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -3,6 +3,10 @@ where the key works, what it runs, its footer label, help text, palette entry an
 available. Bindings, the key bar (which entries it keeps on a narrow terminal), the help
 screen, the command palette (each entry with its key) and `check_action` all derive from
 this table, so an action's facts are written once.
+
+A new key of the review is a row here (scope "review", `run` its name) and one method,
+`action_<name>`, on the review pane (app/ui/panes/review.py): its binding, availability, key
+bar entry, help line and palette entry all come from the row.
 """
 
 from __future__ import annotations
@@ -11,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
-Scope = Literal["app", "screen", "diff", "prompt", "tree", "queue"]
+Scope = Literal["app", "screen", "review", "diff", "prompt", "tree", "queue"]
 
 
 class State(Protocol):
@@ -60,9 +64,11 @@ WHEN: dict[str, Callable[[State], bool]] = {
 class Action:
     id: str  # binding id: the name in the config's [keys] table and the help screen
     keys: str  # default keys, Textual syntax ("j,down"); "" for palette-only actions
-    scope: Scope  # the widget whose bindings carry it ("screen": the main screen; "app"
-    # with priority: every screen, dialogs included, unless a focused input takes the key)
-    run: str  # the Textual action ("screen.accept_hunk" runs on the main screen)
+    scope: Scope  # the widget whose bindings carry it ("screen": the main screen; "review":
+    # the review pane, "diff" its hunk cursor; "app" with priority: every screen, dialogs
+    # included, unless a focused input takes the key)
+    run: str  # the Textual action: "accept_hunk" runs on the widget of the scope (the review
+    # pane's action_accept_hunk), "screen.focus_prompt" on the main screen
     label: str  # footer label
     help: str  # help screen text
     section: str  # help screen section
@@ -92,51 +98,51 @@ ACTIONS: tuple[Action, ...] = (
     Action("next_hunk", "j,down", "diff", "next_hunk", "Next", "next hunk (past the last: next file)",
            "Review"),
     Action("prev_hunk", "k,up", "diff", "prev_hunk", "Prev", "previous hunk", "Review", show=False),
-    Action("accept_hunk", "y", "diff", "screen.accept_hunk", "Accept", "accept the hunk (in line mode: "
+    Action("accept_hunk", "y", "review", "accept_hunk", "Accept", "accept the hunk (in line mode: "
            "the picked lines)", "Review", "Accept hunk", when="hunk_open", bar=1),
-    Action("reject_hunk", "n", "diff", "screen.reject_hunk", "Reject", "reject the hunk", "Review",
+    Action("reject_hunk", "n", "review", "reject_hunk", "Reject", "reject the hunk", "Review",
            "Reject hunk", when="hunk_open", bar=1),
-    Action("accept_file", "Y", "diff", "screen.accept_file", "Accept file", "accept every open hunk "
+    Action("accept_file", "Y", "review", "accept_file", "Accept file", "accept every open hunk "
            "of the file", "Review", "Accept file", when="any_open"),
-    Action("reject_reason", "R", "diff", "screen.reject_with_reason", "Reject…", "reject the hunk "
+    Action("reject_reason", "R", "review", "reject_with_reason", "Reject…", "reject the hunk "
            "and say why in one line (the model is told, so it does not propose it again)",
            "Review", "Reject hunk with a reason", when="hunk_open", show=False),
-    Action("reject_file", "N", "diff", "screen.reject_file", "Reject file", "reject every open hunk "
+    Action("reject_file", "N", "review", "reject_file", "Reject file", "reject every open hunk "
            "of the file", "Review", "Reject file", when="any_open", show=False),
-    Action("accept_all", "A", "diff", "screen.accept_all", "Accept all", "accept every open hunk of "
+    Action("accept_all", "A", "review", "accept_all", "Accept all", "accept every open hunk of "
            "every file", "Review", "Accept all", when="any_open"),
-    Action("reject_all", "", "diff", "screen.reject_all", "Reject all", "reject every open hunk of "
+    Action("reject_all", "", "review", "reject_all", "Reject all", "reject every open hunk of "
            "every file", "Review", "Reject all", when="any_open"),
-    Action("line_mode", "v", "diff", "line_mode", "Lines", "line mode: pick single lines of the hunk",
+    Action("line_mode", "v", "review", "line_mode", "Lines", "line mode: pick single lines of the hunk",
            "Review", "Line mode", when="hunk_open", bar=3),
-    Action("pick_line", "space", "diff", "pick_line", "Pick", "in line mode: pick / unpick the line",
+    Action("pick_line", "space", "review", "pick_line", "Pick", "in line mode: pick / unpick the line",
            "Review", show=False),
-    Action("edit_hunk", "e", "diff", "screen.edit_hunk", "Edit", "edit the hunk ($EDITOR, or inline) "
+    Action("edit_hunk", "e", "review", "edit_hunk", "Edit", "edit the hunk ($EDITOR, or inline) "
            "and accept the result", "Review", "Edit hunk", when="hunk_open"),
-    Action("undo", "u", "diff", "screen.undo", "Undo", "undo the last accept (journaled; works "
+    Action("undo", "u", "review", "undo", "Undo", "undo the last accept (journaled; works "
            "without git)", "Review", "Undo last accept", when="can_undo"),
-    Action("side_by_side", "s", "diff", "side_by_side", "Split", "unified / side-by-side view",
+    Action("side_by_side", "s", "review", "side_by_side", "Split", "unified / side-by-side view",
            "Review", "Side-by-side", show=False),
     Action("first_hunk", "g", "diff", "first_hunk", "First", "first hunk", "Review", show=False),
     Action("last_hunk", "G", "diff", "last_hunk", "Last", "last hunk", "Review", show=False),
-    Action("to_prompt", "tab", "diff", "screen.focus_prompt", "Type", "back to the prompt (typing a "
+    Action("to_prompt", "tab", "review", "screen.focus_prompt", "Type", "back to the prompt (typing a "
            "letter that is not a review key starts a message too)", "Review", bar=1),
-    Action("keep_mine", "m", "diff", "screen.keep_mine", "Keep mine", "a conflict: keep your "
+    Action("keep_mine", "m", "review", "keep_mine", "Keep mine", "a conflict: keep your "
            "lines on disk, drop the proposal's", "Review", "Keep my version", when="conflict",
            bar=1),
-    Action("take_theirs", "T", "diff", "screen.take_theirs", "Take theirs", "a conflict: write "
+    Action("take_theirs", "T", "review", "take_theirs", "Take theirs", "a conflict: write "
            "the proposal over your lines (e edits a mix)", "Review", "Take the proposal",
            when="conflict", bar=1),
-    Action("retry", "r", "diff", "screen.retry", "Retry refused", "ask the model again for the "
+    Action("retry", "r", "review", "retry", "Retry refused", "ask the model again for the "
            "edits that could not be applied, showing it the files as they are", "Review",
            "Retry refused edits", when="refused", bar=1),
     # git
-    Action("git_view", "d", "diff", "screen.cycle_view", "View", "the diff pane shows: pending "
+    Action("git_view", "d", "review", "cycle_view", "View", "the diff pane shows: pending "
            "changes / working tree vs HEAD / index vs HEAD", "Git", "Git view", bar=3),
-    Action("stage", "S", "diff", "screen.stage", "Stage", "stage exactly the accepted hunks (like "
+    Action("stage", "S", "review", "stage", "Stage", "stage exactly the accepted hunks (like "
            "git add -p; your other changes stay unstaged)", "Git", "Stage accepted hunks",
            when="accepted", bar=3),
-    Action("commit", "C", "diff", "screen.commit", "Commit", "commit what is staged: type a message "
+    Action("commit", "C", "review", "commit", "Commit", "commit what is staged: type a message "
            "or let the model propose one", "Git", "Commit", when="git", bar=3),
     # files and queue
     Action("toggle_context", "c", "tree", "toggle_context", "Context ±", "add / remove the file from "
@@ -207,7 +213,7 @@ def pretty_keys(keys: str, first: bool = False) -> str:
     return out[0] if first and out else ", ".join(out)
 
 
-def bindings(scope: Scope) -> list[Binding]:
+def bindings(scope: Scope) -> list[BindingType]:
     """The Textual bindings of one scope (a widget's BINDINGS)."""
     return [Binding(a.keys, a.run, a.label, show=a.show, priority=a.priority, id=a.id)
             for a in ACTIONS if a.scope == scope and a.keys and a.run != "submit"

@@ -4,6 +4,7 @@ screen (app/ui/main_screen.py), which drives the session built here."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from textual.app import App, SystemCommand
@@ -16,10 +17,11 @@ from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import OPEN
 from app.core.provider import Provider
 from app.ui import actions, compat
+from app.ui.dialogs.help import HelpScreen
+from app.ui.dialogs.questions import ConfirmScreen
 from app.ui.main_screen import MainScreen
 from app.ui.palette import Entry, SteerCommands, textual_extras
 from app.ui.plain_toasts import PlainToasts
-from app.ui.screens import ConfirmScreen, HelpScreen
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
 from app.view import outside_text
 from app.view.welcome import ModelFacts, welcome
@@ -48,7 +50,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
             ModelFacts.of(provider), {a: actions.pretty_keys(k, first=True)
                                       for a, k in self.key_names.items()}, config_file_shown())
         self.main = MainScreen(self.session, context=context, watch_files=watch_files, blink=blink,
-                               welcome=first)
+                               welcome=first, keys=self.key_names)
         themes, self._theme_problems = load_themes()
         self.theme_names = [t.name for t in themes]
         for t in themes:
@@ -125,7 +127,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
                 yield Entry(a.palette or a.label, a.help, run, actions.pretty_keys(keys.get(a.id, "")))
         for name in self.theme_names:
             yield Entry(f"Theme: {outside_text.name(name)}", "switch to this theme (remembered)",
-                        lambda n=name: setattr(self, "theme", n))
+                        partial(setattr, self, "theme", name))
         yield from textual_extras(super().get_system_commands(screen))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

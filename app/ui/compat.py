@@ -85,6 +85,12 @@ def shutting_down(app: App) -> bool:
     return bool(app._exit_renderables) or app._closing or not app.screen_stack
 
 
+def alive(widget: Widget) -> bool:
+    """`widget` can be used: mounted, attached, and the app not tearing it down (a worker
+    coming back from a thread checks this before it touches anything)."""
+    return widget.is_mounted and widget.is_attached and not shutting_down(widget.app)
+
+
 def on_display(app: App, callback: Callable[[], None]) -> None:
     """Call `callback` each time the app writes a frame to the terminal (benchmarks: the
     moment a token is on screen). `App._display` is where every rendered frame goes."""
@@ -195,7 +201,7 @@ class PasteSafeParser(XTermParser):
         super().__init__(*args, **kwargs)
         self._guard = _PasteGuard()
 
-    def feed(self, data: str):  # type: ignore[override]
+    def feed(self, data: str):
         if not data:  # the end of input
             return super().feed(data)
         guarded = self._guard(data)

@@ -11,6 +11,7 @@ scans (start-up objects are frozen the same way).
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 YOUNG_ONLY = 1_000_000  # generation 2 is collected after this many generation-1 collections
 
@@ -29,8 +30,11 @@ class AnswerGC:
             self._saved = gc.get_threshold()
             gc.set_threshold(self._saved[0], self._saved[1], YOUNG_ONLY)
 
-    def settled(self) -> None:
-        """The answer is over and on screen: collect fully once, then freeze the survivors."""
+    def settled(self, streaming: Callable[[], bool] | None = None) -> None:
+        """The answer is over and on screen: collect fully once, then freeze the survivors
+        (unless `streaming` says another answer started meanwhile)."""
+        if streaming is not None and streaming():
+            return
         if self._saved is not None:
             gc.set_threshold(*self._saved)
             self._saved = None

@@ -3,6 +3,7 @@ the next request (and to later change sets), so it does not propose the same thi
 
 from __future__ import annotations
 
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -22,6 +23,8 @@ class RejectReason(ModalScreen[str | None]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", priority=True)]
 
+    reason = getters.query_one("#reject-input", Input)
+
     def __init__(self, what: str) -> None:
         super().__init__()
         self.what = what
@@ -35,7 +38,7 @@ class RejectReason(ModalScreen[str | None]):
                         id="reject-foot")
 
     def on_mount(self) -> None:
-        self.query_one(Input).focus()
+        self.reason.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -4,6 +4,8 @@ Delete drops it. A message is shown as typed: never read as markup (`[/]` would 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual.message import Message
 from textual.widgets import ListItem, ListView, Static
 
@@ -14,15 +16,15 @@ from app.view.outside_text import to_text
 class QueueView(ListView):
     BINDINGS = bindings("queue")
 
+    @dataclass
     class Edit(Message):
-        def __init__(self, index: int) -> None:
-            super().__init__()
-            self.index = index
+        """Enter on a message: back in the prompt to edit (the composer does it)."""
 
+        index: int
+
+    @dataclass
     class Drop(Message):
-        def __init__(self, index: int) -> None:
-            super().__init__()
-            self.index = index
+        index: int
 
     def show(self, messages: list[str]) -> None:
         index = self.index

@@ -1,15 +1,20 @@
 """Rewind: every turn is a checkpoint. The list shows each turn with the files steer wrote in
 it and after it; the user picks one and says what goes back to before it: the conversation,
-the files, or both. Redo puts back the files of the last rewind. The screen only chooses;
-the main screen carries the choice out through core (app/core/conversation/rewind.py, resume.py).
-Instructions and paths are shown through app/view/outside_text.py, never as markup."""
+the files, or both. Redo puts back the files of the last rewind. The dialog only chooses:
+`offer` opens it (or says why not), `carry_out` carries the choice out through core
+(app/core/conversation/rewind.py, resume.py) and says what happened; the main screen reads
+the session again when the conversation went back. Instructions and paths are shown through
+app/view/outside_text.py, never as markup."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from rich.text import Text
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -17,8 +22,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from app.core.conversation import rewind
+from app.core.conversation.records import SessionError
+from app.core.conversation.resume import rebase_onto_disk, rewind_conversation
+from app.core.conversation.session import Session
+from app.core.disk.journal import UndoRefused
+from app.core.disk.repo_lock import Busy
 from app.view.outside_text import to_text
 
+Notify = Callable[..., object]  # a toast (Widget.notify)
 What = Literal["both", "files", "conversation", "redo"]
 
 
@@ -45,6 +57,8 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
         Binding("escape,q", "cancel", "Cancel", priority=True),
     ]
 
+    turns = getters.query_one("#rewind-list", OptionList)
+
     def __init__(self, checkpoints: list[tuple[int, str, list[str]]], can_redo: bool) -> None:
         super().__init__()
         self.checkpoints = checkpoints
@@ -67,7 +81,7 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
                         "written to it.", id="rewind-foot")
 
     def on_mount(self) -> None:
-        ol = self.query_one(OptionList)
+        ol = self.turns
         ol.focus()
         if self.checkpoints:
             ol.highlighted = len(self.checkpoints) - 1
@@ -81,10 +95,57 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
             if self.can_redo:
                 self.dismiss(RewindChoice(-1, "redo"))
             return
-        highlighted = self.query_one(OptionList).highlighted
+        highlighted = self.turns.highlighted
         if highlighted is None or not self.checkpoints:
             return
         self.dismiss(RewindChoice(self.checkpoints[highlighted][0], what))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+async def offer(session: Session, notify: Notify) -> RewindScreen | None:
+    """The dialog for this session's checkpoints, or None (and why not)."""
+    if session.log is None:
+        notify("this session is not saved (--no-save): there is nothing to rewind to",
+               severity="warning")
+        return None
+    if session.streaming:
+        notify("stop the answer first (Esc)", severity="warning")
+        return None
+    if not session.turns:
+        notify("no turn yet: nothing to rewind", timeout=3)
+        return None
+    points = await asyncio.to_thread(rewind.checkpoints, session)
+    redone = {s for f in session.file_steps if f.op == "redo" for s in f.redone}
+    can_redo = any(f.op == "rewind" and not redone.intersection(f.steps) for f in session.file_steps)
+    return RewindScreen(points, can_redo)
+
+
+async def carry_out(session: Session, choice: RewindChoice, notify: Notify) -> bool:
+    """The choice, through core; True when the conversation went back (whoever shows it
+    reads the session again from the start)."""
+    done, back = None, False
+    try:
+        if choice.what == "redo":
+            done = await asyncio.to_thread(rewind.redo_files, session)
+        elif choice.what in ("files", "both"):
+            done = await asyncio.to_thread(rewind.rewind_files, session, choice.turn)
+        if choice.what in ("conversation", "both"):
+            left = rewind_conversation(session, choice.turn)
+            back = True
+            notify(f"the conversation is back to before turn {choice.turn + 1} "
+                   f"({left} turn(s) left)", timeout=4)
+        elif done is not None and done.written:
+            rebase_onto_disk(session)  # the hunks follow the files back
+    except (UndoRefused, SessionError, Busy, OSError) as exc:
+        notify(str(exc), severity="error", timeout=8)
+    if done is not None:
+        if done.written:
+            verb = "put back" if choice.what == "redo" else "rewound"
+            notify(f"{verb}: {', '.join(done.written)}", timeout=4)
+        for path, why in done.refused.items():
+            notify(f"{path} refused: {why}", severity="warning", timeout=10)
+        if not done.written and not done.refused:
+            notify("no file to rewind: steer wrote nothing in or after that turn", timeout=4)
+    return back

@@ -16,9 +16,17 @@ from dataclasses import dataclass
 from rich.cells import cell_len
 from rich.text import Text
 from textual import events
+from textual.binding import Binding
+from textual.dom import DOMNode
 from textual.widget import Widget
 
 from app.ui.actions import BY_ID
+
+WHERE = {  # the bar's first word: where the next key goes (the screen's focus areas)
+    "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
+    "conversation": "≡ conversation",  # (not ☰: Unicode 16 made it 2 cells, older terminals draw 1)
+}
+GUARDED = "◆ review opened · letters still type for a moment"
 
 
 class KeyBar(Widget):
@@ -31,7 +39,7 @@ class KeyBar(Widget):
         self.where = ""
         self.also: frozenset[str] = frozenset()  # action ids shown though the table hides them
         self._text = Text()
-        self._spots: list[tuple[int, int, object, str]] = []  # x1, x2, namespace, action
+        self._spots: list[tuple[int, int, DOMNode, str]] = []  # x1, x2, namespace, action
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.update())
@@ -41,7 +49,10 @@ class KeyBar(Widget):
     def on_resize(self) -> None:
         self.update()
 
-    def set_where(self, where: str) -> None:
+    def set_where(self, area: str, guarded: bool = False) -> None:
+        """Where keys go (a key of WHERE); `guarded`: the review opened on its own and
+        letters still type for a moment."""
+        where = GUARDED if guarded else WHERE[area]
         if where != self.where:
             self.where = where
             self.update()
@@ -55,8 +66,8 @@ class KeyBar(Widget):
     def update(self, force: bool = False) -> None:
         theme = self.app.current_theme
         key_style = f"bold {theme.accent or theme.primary}"
-        shown: dict[str, tuple[str, object, object]] = {}  # action -> (key, node, binding)
-        palette = None
+        shown: dict[str, tuple[str, DOMNode, Binding]] = {}  # action -> (key, node, binding)
+        palette: tuple[str, DOMNode, Binding] | None = None
         for key, (node, binding, enabled, _tooltip) in self.screen.active_bindings.items():
             if binding.action in ("app.command_palette", "command_palette"):
                 palette = (key, node, binding)
@@ -107,7 +118,7 @@ class KeyBar(Widget):
 class _Entry:
     key: str
     label: str
-    node: object
+    node: DOMNode
     action: str
     rank: int  # the action table's `bar`: 0 always stays, higher goes first
 

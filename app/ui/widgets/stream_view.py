@@ -38,8 +38,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.ui.compat import markdown, set_virtual_size
-from app.ui.welcome import STYLES as WELCOME_STYLES
-from app.ui.welcome import welcome_strips
+from app.ui.widgets.welcome import STYLES as WELCOME_STYLES
+from app.ui.widgets.welcome import welcome_strips
 from app.view.cards import STYLES as CARD_STYLES
 from app.view.layout import TAB
 from app.view.outside_text import clean, for_markdown, name, segments, unmark, visible
@@ -111,7 +111,8 @@ class Block:
 
     def evict(self) -> None:
         if self._strips is not None:
-            self._strips, self.height = None, len(self._strips)
+            rows = len(self._strips)
+            self._strips, self.height = None, rows
 
 
 class StreamView(ScrollView, can_focus=True):
@@ -157,12 +158,11 @@ class StreamView(ScrollView, can_focus=True):
     StreamView > .streamview--welcome-code { color: $warning; }
     """
 
+    @dataclass
     class CardChosen(Message):
         """Enter or a click on a card: show its hunks in the diff pane."""
 
-        def __init__(self, key: int) -> None:
-            super().__init__()
-            self.key = key
+        key: int
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)

@@ -9,7 +9,7 @@ and the editor would send it to the terminal as it is."""
 
 from __future__ import annotations
 
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
 from app.core.git.commit_message import ProposalFailed
-from app.core.git.sync import Sync
+from app.core.git.live_tree import LiveTree
 from app.core.provider import Provider
 from app.view.outside_text import terminal, to_text
 
@@ -29,9 +29,12 @@ class CommitScreen(ModalScreen[str | None]):
                 Binding("ctrl+g", "propose", "Propose a message", priority=True),
                 Binding("escape", "cancel", "Cancel", priority=True)]
 
-    def __init__(self, sync: Sync, provider: Provider, staged: list[str]) -> None:
+    message_area = getters.query_one("#commit-message", TextArea)
+    result_line = getters.query_one("#commit-result", Static)
+
+    def __init__(self, live: LiveTree, provider: Provider, staged: list[str]) -> None:
         super().__init__()
-        self.sync = sync
+        self.live = live
         self.provider = provider
         self.staged = staged
 
@@ -44,27 +47,27 @@ class CommitScreen(ModalScreen[str | None]):
             yield Static("", id="commit-result")
 
     def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+        self.message_area.focus()
 
     def _say(self, text: str) -> None:
-        self.query_one("#commit-result", Static).update(to_text(text))
+        self.result_line.update(to_text(text))
 
     @work(exclusive=True, group="commit")
     async def action_propose(self) -> None:
         self._say(f"asking {self.provider.label} for a message…")
         try:
-            message = await self.sync.propose_message(self.provider)
+            message = await self.live.propose_message(self.provider)
         except ProposalFailed as exc:
             self._say(f"no message proposed: {exc}")
             return
-        self.query_one(TextArea).text = terminal(message, dim=False)
+        self.message_area.text = terminal(message, dim=False)
         self._say("proposed: edit it as you like, then Ctrl+S")
 
     @work(exclusive=True, group="commit")
     async def action_commit(self) -> None:
-        message = self.query_one(TextArea).text
+        message = self.message_area.text
         self._say("committing (hooks run as git runs them)…")
-        result = await self.sync.commit(message)
+        result = await self.live.commit(message)
         if result.ok:
             self.dismiss(result.message)
         else:

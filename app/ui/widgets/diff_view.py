@@ -11,6 +11,7 @@ obey, tabs expanded), which costs a clean line one regex search.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
@@ -25,10 +26,9 @@ from textual.strip import Strip
 from app.core.conversation.review import line_rows
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import Hunk, HunkState
-from app.ui import actions
 from app.ui.actions import bindings
 from app.ui.compat import set_virtual_size
-from app.ui.highlight import Highlighter, syntax_theme
+from app.ui.widgets.highlight import Highlighter, syntax_theme
 from app.view.layout import TAB, FileLayout, Row, shown
 from app.view.outside_text import clean, segments, visible
 
@@ -41,7 +41,9 @@ STATE_LABEL = {
 
 
 class DiffView(ScrollView, can_focus=True):
-    """Shows one FileDiff; keeps a hunk cursor and, in line mode, a line cursor."""
+    """Shows one FileDiff; keeps a hunk cursor (its own keys: the action table's "diff"
+    scope) and, in line mode, a line cursor. What is decided on the hunk under the cursor
+    is the review pane's (app/ui/panes/review.py)."""
 
     BINDINGS = [*bindings("diff"),
                 Binding("pagedown", "page_down", show=False),
@@ -74,27 +76,25 @@ class DiffView(ScrollView, can_focus=True):
     DiffView > .diffview--stale { color: $warning; text-style: bold; }
     """
 
+    @dataclass
     class CursorMoved(Message):
-        def __init__(self, hunk: Hunk | None) -> None:
-            super().__init__()
-            self.hunk = hunk
+        hunk: Hunk | None
 
+    @dataclass
     class LeaveFile(Message):
-        """j past the last hunk / k before the first: the screen moves to the next file."""
+        """j past the last hunk / k before the first: the review moves to the next file."""
 
-        def __init__(self, step: int) -> None:
-            super().__init__()
-            self.step = step
+        step: int
 
+    @dataclass
     class StartMessage(Message):
         """A printable key that is no review key: the user started typing a message."""
 
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
+        text: str
 
+    @dataclass
     class ModeChanged(Message):
-        """Line mode or the view changed: the screen says so in the pane's title."""
+        """Line mode or the view changed: the review says so in the pane's title."""
 
     line_mode: var[bool] = var(False)
     side_by_side: var[bool] = var(False)
@@ -310,7 +310,7 @@ class DiffView(ScrollView, can_focus=True):
     def action_last_hunk(self) -> None:
         self.select(None, edge="last")
 
-    def action_line_mode(self) -> None:
+    def toggle_line_mode(self) -> None:
         h = self.hunk
         if self.line_mode or h is None or h.state == HunkState.STREAMING:
             self.line_mode = False
@@ -335,10 +335,6 @@ class DiffView(ScrollView, can_focus=True):
         self.scroll_to_hunk()
         self.post_message(self.ModeChanged())
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The action table decides, with the screen's state (what is open, streaming...)."""
-        return actions.available(action, self.screen)  # type: ignore[arg-type]
-
     def on_key(self, event: events.Key) -> None:
         """Typing in the review starts a message, unless the key is one of the review's
         own (bound here or on the screen, enabled or not: a review key never becomes text).
@@ -351,13 +347,13 @@ class DiffView(ScrollView, can_focus=True):
             event.prevent_default()
             self.post_message(self.StartMessage(event.character))
 
-    def action_pick_line(self) -> None:
+    def pick_line(self) -> None:
         if self.line_mode:
             self.picked ^= {self.line_cursor}
             self._move(1)
             self.refresh()
 
-    def action_side_by_side(self) -> None:
+    def toggle_side_by_side(self) -> None:
         self.side_by_side = not self.side_by_side
 
     # -- rendering -------------------------------------------------------------------------

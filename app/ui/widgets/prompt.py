@@ -12,23 +12,20 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.suggester import Suggester
-from textual.widgets import Input, Label, TextArea
+from textual.widgets import Input
 from textual.widgets.input import Selection
 
 from app.ui.actions import bindings
 from app.ui.compat import paste_text
-from app.view.outside_text import ESCAPE_STYLE, has_hidden, name, one_for_one, visible
+from app.view.outside_text import ESCAPE_STYLE, has_hidden, one_for_one
 from app.view.pastes import Paste, Pastes, TooLarge, collapses, normalized
 
 AT_TOKEN = re.compile(r"(?:^|\s)@(\S*)$")
@@ -99,20 +96,21 @@ class _Tokens(Highlighter):
 class PromptInput(Input):
     BINDINGS = bindings("prompt")
 
+    @dataclass
     class Queue(Message):
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
+        """Tab on a message: a follow-up for when the answer ends."""
 
+        text: str
+
+    @dataclass
     class Review(Message):
         """Tab in an empty prompt: the user wants to review (while it streams, too)."""
 
+    @dataclass
     class ShowPaste(Message):
-        """F2: the user wants to read a paste whole (the screen shows PasteView)."""
+        """F2: the user wants to read a paste whole (the composer shows PasteView)."""
 
-        def __init__(self, paste: Paste) -> None:
-            super().__init__()
-            self.paste = paste
+        paste: Paste
 
     def __init__(self, *, id: str | None = None, blink: bool = True) -> None:
         self.pastes = Pastes()  # the pastes of the message being written
@@ -321,27 +319,3 @@ class PromptInput(Input):
 def at_paths(text: str) -> list[str]:
     """The `@path` mentions in a message."""
     return [m.group(1).rstrip(".,;:!?)") for m in re.finditer(r"(?:^|\s)@(\S+)", text)]
-
-
-class PasteView(ModalScreen[None]):
-    """A paste, whole, as text (the boundary for outside text: escapes shown, never obeyed).
-    Read-only; Esc or F2 closes."""
-
-    DEFAULT_CSS = """
-    PasteView { align: center middle; }
-    PasteView > Vertical { width: 90%; height: 85%; border: thick $primary; background: $surface; }
-    PasteView #paste-title { padding: 0 1; text-style: bold; }
-    PasteView TextArea { height: 1fr; }
-    """
-    BINDINGS = [Binding("escape,f2", "dismiss", "Close", priority=True)]
-
-    def __init__(self, paste: Paste) -> None:
-        super().__init__()
-        self.paste = paste
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(f"{name(self.paste.token)} — as it will be sent (escapes shown); Esc "
-                        "closes", id="paste-title", markup=False)
-            yield TextArea(visible(self.paste.text), read_only=True, show_line_numbers=True,
-                           soft_wrap=False, id="paste-text")

@@ -11,7 +11,8 @@ never parsed as markup (Tree would read a str label as markup: `[slug]` would va
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.message import Message
@@ -30,10 +31,11 @@ BADGE_COLOR = {"M": "warning", "A": "success", "+": "success", "D": "error", "R"
 class FileTree(Tree[str]):
     BINDINGS = bindings("tree")
 
+    @dataclass
     class ToggleContext(Message):
-        def __init__(self, path: str) -> None:
-            super().__init__()
-            self.path = path
+        """c on a file: in or out of the model's context (the composer does it)."""
+
+        path: str
 
     def __init__(self, name: str, *, id: str | None = None) -> None:
         super().__init__(to_text(name, tabs=None), data="", id=id)
@@ -118,13 +120,14 @@ class FileTree(Tree[str]):
                    pending: dict[str, int] | None = None,
                    created: set[str] | None = None, context: set[str] | None = None) -> None:
         changed: set[str] = set()
+        new: Mapping[str, object] | set[str] | None
         for name, new in (("git", git), ("pending", pending), ("created", created), ("context", context)):
             if new is None:
                 continue
             old = getattr(self, name)
             keys = set(old) | set(new)
             changed |= {k for k in keys if (k in old) != (k in new) or (
-                isinstance(old, dict) and old.get(k) != new.get(k))}
+                isinstance(old, dict) and isinstance(new, dict) and old.get(k) != new.get(k))}
             setattr(self, name, new)
         # folders show that something inside them is pending: relabel each changed path's
         # folders too, once each (a status of 50,000 files shares a few hundred folders), and

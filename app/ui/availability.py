@@ -1,0 +1,78 @@
+"""What the keys can do now: the action table's conditions (`actions.State`, app/ui/actions.py)
+read from the session, the review's cursor and the LiveTree. Bindings, the key bar and the
+palette ask it through `actions.available`; the main screen hands it to the review pane and
+tells it where the review is once it is mounted."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from app.core.conversation.session import Session
+from app.core.edits.hunks import OPEN, HunkState
+from app.core.git.live_tree import LiveTree
+
+
+class Cursor(Protocol):
+    """The review's side of it (app/ui/panes/review.py)."""
+
+    @property
+    def hunk_open(self) -> bool: ...
+    @property
+    def hunk_conflict(self) -> bool: ...
+    @property
+    def can_undo(self) -> bool: ...
+
+
+class Availability:
+    def __init__(self, session: Session, live: LiveTree) -> None:
+        self.session = session
+        self.live = live
+        self.review: Cursor | None = None  # None until the review is on screen
+
+    @property
+    def streaming(self) -> bool:
+        return self.session.streaming
+
+    @property
+    def hunk_open(self) -> bool:
+        return self.review is not None and self.review.hunk_open
+
+    @property
+    def any_open(self) -> bool:
+        pending = self.session.pending
+        return pending is not None and any(h.state in OPEN for h in pending.hunks)
+
+    @property
+    def can_undo(self) -> bool:
+        return self.review is not None and self.review.can_undo
+
+    @property
+    def has_queue(self) -> bool:
+        return bool(self.session.queue)
+
+    @property
+    def hunk_conflict(self) -> bool:
+        return self.review is not None and self.review.hunk_conflict
+
+    @property
+    def any_accepted(self) -> bool:
+        pending = self.session.pending
+        return self.in_git and pending is not None and any(
+            h.state == HunkState.ACCEPTED for h in pending.hunks)
+
+    @property
+    def in_git(self) -> bool:
+        return self.live.in_git
+
+    @property
+    def any_refused(self) -> bool:
+        return bool(self.session.refused) and not self.session.streaming
+
+    @property
+    def failed(self) -> bool:
+        return self.session.failed is not None
+
+    def key(self) -> tuple[bool, ...]:
+        """What the key bar shows depends on (a change of any one is worth a refresh)."""
+        return (self.streaming, self.hunk_open, self.any_open, self.can_undo, self.has_queue,
+                self.failed)

@@ -1,0 +1,309 @@
+"""The composer: the prompt and the context line above it, and everything a message goes
+through before it is sent.
+
+It owns: sending (Enter; while the model streams the session makes it a redirect), queueing
+a follow-up (Tab), editing a queued message back in the prompt (Esc puts it back as it was),
+the @path mentions that join the context first (a file the model's window cannot take whole
+is never cut silently: the user picks its outline or nothing), `c` from the tree, the
+context line (files, the next request's size, the @-completion hint), pastes shown whole
+(F2), and the way back from a failed request (its instruction back in a free prompt, F5
+sends it again). The prompt widget (app/ui/widgets/prompt.py) keeps history, pastes and
+completion; the queue is drawn by the conversation pane, told by `QueueChanged`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Self
+
+from textual import getters, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input
+
+from app.core.conversation.session import ContextError, Session
+from app.core.conversation.turn import Turn
+from app.ui import actions
+from app.ui.compat import alive
+from app.ui.dialogs.paste import PasteView
+from app.ui.dialogs.questions import ChoiceScreen
+from app.ui.messages import SessionChanged
+from app.ui.widgets.highlight import warm_lexer
+from app.ui.widgets.line import Line
+from app.ui.widgets.prompt import PromptInput
+
+TYPING_PAUSE = 1.5  # seconds since the last key in the prompt: still typing
+
+
+class Composer(Vertical):
+    DEFAULT_CSS = "Composer { height: auto; }"
+
+    prompt = getters.query_one(PromptInput)
+    context_line = getters.query_one("#context", Line)
+
+    @dataclass
+    class QueueChanged(Message):
+        """The queue changed, or a queued message went into or out of the prompt."""
+
+        editing: bool
+
+    @dataclass
+    class ContextChanged(Message):
+        """The files in the model's context changed (the tree marks them)."""
+
+        paths: set[str]
+
+    def __init__(self, session: Session, key_names: dict[str, str], *, blink: bool = True,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.session = session
+        self.key_names = key_names  # action id -> keys bound now (the retry key is named)
+        self.blink = blink  # snapshot tests turn the cursor blink off
+        self.editing: tuple[int, str] | None = None  # a queued message back in the prompt
+        self._context_shown: set[str] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Line(id="context")
+        yield PromptInput(id="prompt", blink=self.blink)
+
+    def on_mount(self) -> None:
+        if self.session.provider.context_window is None:
+            self.run_worker(self._probe_window(), group="probe")
+
+    def focus(self, scroll_visible: bool = True) -> Self:
+        self.prompt.focus(scroll_visible)
+        return self
+
+    @property
+    def writing(self) -> bool:
+        """The user is writing a message (a draft, or a key in the last moments)."""
+        prompt = self.prompt
+        return bool(prompt.value) or time.monotonic() - prompt.typed_at < TYPING_PAUSE
+
+    @property
+    def holds_paste(self) -> bool:
+        return self.prompt.holds_paste
+
+    def set_files(self, files: list[str]) -> None:
+        """The workspace's files (what @path completes)."""
+        self.prompt.files = files
+
+    def start_with(self, text: str) -> None:
+        """A letter typed in the review starts a message here."""
+        self.prompt.insert_text_at_cursor(text)
+
+    async def _probe_window(self) -> None:
+        """The server may say what the model's context window is (vLLM, llama-server...)."""
+        window = await self.session.provider.probe_context_window()
+        if window and alive(self):
+            self.session.provider.context_window = window
+            self.render_context()
+
+    # -- the prompt's messages -------------------------------------------------------------
+    @on(Input.Changed, "#prompt")
+    def _prompt_changed(self) -> None:
+        self.render_context()
+
+    @on(Input.Submitted, "#prompt")
+    def _prompt_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value  # trimmed by the prompt, pastes whole (their own spaces kept)
+        if self.editing is not None:
+            self.finish_editing(text)
+            return
+        if not text:
+            return
+        event.input.value = ""
+        self.send(text)
+
+    @on(PromptInput.Queue)
+    def _queue(self, event: PromptInput.Queue) -> None:
+        text = event.text
+        if self.editing is not None:
+            self.finish_editing(text)
+            return
+        self.prompt.value = ""
+        if self.session.streaming:
+            self.prompt.remember(text)
+            self.session.enqueue(text)
+            self._queue_changed()
+            self.notify(f"queued: {text}", timeout=2)
+        else:
+            self.send(text)
+
+    @on(PromptInput.ShowPaste)
+    def _show_paste(self, event: PromptInput.ShowPaste) -> None:
+        self.app.push_screen(PasteView(event.paste))
+
+    # -- sending ---------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        """Send a message; its @paths join the context first (asking about any file the
+        model's context window cannot take whole)."""
+        prompt = self.prompt
+        prompt.remember(text)  # Up recalls it
+        new = [raw for raw in prompt.mentions(text) if self._known(raw) not in self.session.context]
+        self.add_each(new, lambda: self._send(text))
+
+    def _send(self, text: str) -> None:
+        session = self.session
+        if not session.context and not session.streaming and session.pending is None:
+            self.notify("No files in the context: the model sees only your message. "
+                        "Add files with @path, or c in the tree.", severity="warning", timeout=6)
+        try:
+            session.start(text)
+        except ContextError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        for path in session.context:
+            self.run_worker(asyncio.to_thread(warm_lexer, path), group="warm")
+        self.post_message(SessionChanged(force_status=False))
+
+    def _known(self, raw: str) -> str | None:
+        try:
+            return self.session.ws.check_path(raw)
+        except ValueError:
+            return None
+
+    # -- the context -----------------------------------------------------------------------
+    def add_each(self, raws: list[str], then: Callable[[], None]) -> None:
+        """Add files one by one (a question may come up for any of them), then go on."""
+        if not raws:
+            then()
+            return
+        self.add_context(raws[0], quiet=False, then=lambda: self.add_each(raws[1:], then))
+
+    def add_context(self, raw: str, quiet: bool = True, then: Callable[[], None] | None = None) -> None:
+        """Add a file to the context. One the model's window cannot take whole is not added
+        silently nor cut: the user chooses its outline or nothing."""
+        session = self.session
+        rel = self._known(raw)
+        budget = session.budget()
+        size = session.file_tokens(rel, outline=False) if rel else 0
+        if rel is None or rel in session.context or budget.fits(size):
+            try:
+                session.add_context(raw)
+            except ContextError as exc:
+                if not quiet:
+                    self.notify(str(exc), severity="error")
+            self.render_context()
+            if then is not None:
+                then()
+            return
+        room = max(0, (budget.room or 0) - budget.used)
+        outline = session.file_tokens(rel, outline=True)
+
+        def chosen(choice: str | None) -> None:
+            if choice == "outline":
+                session.add_context(rel, outline=True)
+                self.notify(f"{rel}: its outline goes to the model (≈{outline:,} tokens)", timeout=4)
+            else:
+                self.notify(f"{rel} was not added to the context", timeout=4)
+            self.render_context()
+            if then is not None:
+                then()
+
+        self.app.push_screen(ChoiceScreen(
+            f"{rel} is ≈{size:,} tokens: more than the ≈{room:,} the model's window has left.",
+            "Nothing is cut silently. Send its outline (definitions with line numbers), "
+            "or leave it out?",
+            [("o", f"outline (≈{outline:,} tokens)", "outline"), ("n", "leave it out", "none")]),
+            callback=chosen)
+
+    def toggle_context(self, path: str) -> None:
+        """`c` on a file in the tree: in or out of the context."""
+        if path in self.session.context:
+            self.session.remove_context(path)
+            self.render_context()
+        else:
+            self.add_context(path, quiet=False)
+
+    def render_context(self) -> None:
+        session, prompt = self.session, self.prompt
+        ctx = session.context
+        hint = f"   @{prompt.completion}? Tab completes" if prompt.completion else ""
+        shown = "  ".join(f"◆ {p}" + (" (outline)" if p in session.outlined else "")
+                          for p in ctx) if ctx else "none yet: type @path or press c on a file"
+        budget = session.budget(prompt.message).text()
+        self.context_line.set(f"Context: {shown} · {budget}{hint}")
+        if set(ctx) != self._context_shown:
+            self._context_shown = set(ctx)
+            self.post_message(self.ContextChanged(set(ctx)))
+
+    # -- the queue -------------------------------------------------------------------------
+    def _queue_changed(self) -> None:
+        self.post_message(self.QueueChanged(self.editing is not None))
+
+    def edit_queued(self, index: int) -> bool:
+        """Back in the prompt to edit; saving puts it back in its place (Enter or Tab), Esc
+        leaves it as it was. It is out of the queue meanwhile, so it is not sent half-edited."""
+        queue = self.session.queue
+        if not 0 <= index < len(queue) or self.editing is not None:
+            return False
+        text = queue.pop(index)
+        self.editing = (index, text)
+        self.prompt.show(text)
+        self._queue_changed()
+        return True
+
+    def finish_editing(self, text: str | None) -> None:
+        """Put the message back in its place: as edited (`text`; empty drops it), or as it
+        was (None)."""
+        assert self.editing is not None
+        index, original = self.editing
+        self.editing = None
+        new = original if text is None else text
+        if new:
+            queue = self.session.queue
+            queue.insert(min(index, len(queue)), new)
+        self.prompt.value = ""
+        self._queue_changed()
+
+    def drop_queued(self, index: int) -> None:
+        if 0 <= index < len(self.session.queue):
+            self.session.queue.pop(index)
+            self._queue_changed()
+
+    def clear_queue(self) -> None:
+        self.session.queue.clear()
+        self._queue_changed()
+
+    # -- a failed request ------------------------------------------------------------------
+    @property
+    def retry_key(self) -> str:
+        """The retry key as bound now (the first one: "F5")."""
+        keys = self.key_names.get("retry_request", "")
+        return actions.pretty_keys(keys.split(",")[0]) if keys else "the palette's Retry"
+
+    @property
+    def retry_hint(self) -> str:
+        """The line under a failed request in the conversation."""
+        return f"{self.retry_key} sends it again"
+
+    def request_failed(self, turn: Turn) -> None:
+        """The answer ended before a word of it arrived: the instruction goes back into
+        the prompt, if the prompt is free, and the user is told how to send it again."""
+        back = self.editing is None and self.prompt.put_back(turn.instruction)
+        where = ("your instruction is back in the prompt" if back else
+                 "your draft is kept; ↑ in the prompt recalls the instruction")
+        self.notify(f"{turn.error.message if turn.error else 'the request failed'}\n"
+                    f"{self.retry_key} sends it again; {where}.",
+                    title="The request failed", severity="error", timeout=10)
+
+    def retry_failed(self) -> None:
+        """Send the failed request again as a new request (exactly one)."""
+        failed = self.session.failed
+        if failed is None:
+            return
+        try:
+            if self.session.retry_failed() is None:
+                return
+        except ContextError as exc:  # a context file is gone or unreadable now
+            self.notify(str(exc), severity="error")
+            return
+        if self.prompt.message.strip() == failed.instruction.strip():
+            self.prompt.value = ""  # it was put back: it is on its way now, not a draft
+        self.post_message(SessionChanged(force_status=False))

@@ -1,0 +1,500 @@
+"""The review: the pending diff of one file, the hunk under the cursor, and every decision.
+
+The pane owns which file is shown and whether it follows the answer while it streams
+(`follow`, until the user navigates), what it shows (the pending diff, or git's picture of
+the file: `view`), where the answer writes when the review is elsewhere, and the keys of the
+action table's "review" scope: accept and reject a hunk, a file or everything, line mode,
+edit a hunk ($EDITOR, run by app/core/disk/editor.py, or inline), undo, retry refused edits,
+a conflict's keep mine / take theirs, the git view, stage and commit. A new key is a row in
+app/ui/actions.py (scope "review") and its `action_` method here.
+
+Every key is an intent on core (the session's Review, the LiveTree that stages and commits);
+the pane shows the outcome and asks the screen for a frame (`SessionChanged`). Its DiffView
+draws and keeps the cursor; the screen moves the focus.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Literal, Self
+
+from textual import getters, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+
+from app.core.conversation.review import AcceptPlan, Outcome
+from app.core.conversation.session import Session
+from app.core.disk.editor import edit_lines, editor_command
+from app.core.disk.journal import UndoRefused
+from app.core.disk.repo_lock import Busy
+from app.core.edits.diff import PendingDiff
+from app.core.edits.hunks import OPEN, Hunk, HunkState
+from app.core.git.live_tree import LiveTree
+from app.core.git.sync import SyncUpdate
+from app.core.text.invisible import found
+from app.ui import actions
+from app.ui.compat import alive
+from app.ui.dialogs.commit import CommitScreen
+from app.ui.dialogs.hunk_editor import HunkEditor
+from app.ui.dialogs.reject_reason import RejectReason
+from app.ui.messages import SessionChanged
+from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.line import Line
+from app.view import gitdiff
+from app.view.status import Part, StatusLine
+
+View = Literal["pending", "head", "index"]
+HEADS = {"pending": "Pending diff", "head": "Working tree vs HEAD", "index": "Staged (index vs HEAD)"}
+
+
+class ReviewPane(Vertical):
+    BINDINGS = actions.bindings("review")
+
+    diff = getters.query_one(DiffView)
+    heading = getters.query_one("#diff-title", Line)
+
+    @dataclass
+    class Reveal(Message):
+        """The cursor went on to another file: the file tree shows it."""
+
+        path: str
+
+    def __init__(self, session: Session, live: LiveTree, state: actions.State, *,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.session = session
+        self.live = live
+        self.state = state  # what the action table's conditions read (the screen's)
+        self.selected: str | None = None
+        self.follow = True  # the diff follows the file being streamed until the user navigates
+        self.view: View = "pending"
+        self._elsewhere = ""  # where the answer writes, when the review is not following it
+        self._can_undo = False  # the journal holds an accept to undo (checked in a thread)
+
+    def compose(self) -> ComposeResult:
+        yield Line(HEADS["pending"], id="diff-title", classes="pane-title")
+        yield DiffView(id="diff")
+
+    def on_mount(self) -> None:
+        self.run_worker(self._recover(), group="recover")
+
+    def focus(self, scroll_visible: bool = True) -> Self:
+        self.diff.focus(scroll_visible)
+        return self
+
+    def guard(self, seconds: float) -> None:
+        """For `seconds`, letters typed here are text (the review opened on its own)."""
+        self.diff.guard_until = time.monotonic() + seconds if seconds else 0.0
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The action table decides, with the screen's state (what is open, streaming...)."""
+        return actions.available(action, self.state)
+
+    # -- what the screen and the availability read ----------------------------------------
+    @property
+    def guarded(self) -> bool:
+        """Letters typed here are still text (the review opened on its own a moment ago)."""
+        return time.monotonic() < self.diff.guard_until
+
+    @property
+    def line_mode(self) -> bool:
+        return self.diff.line_mode
+
+    @property
+    def hunk_open(self) -> bool:
+        h = self.diff.hunk
+        return h is not None and h.state in OPEN
+
+    @property
+    def hunk_conflict(self) -> bool:
+        h = self.diff.hunk
+        return h is not None and h.state == HunkState.CONFLICT and h.ancestor is not None
+
+    @property
+    def can_undo(self) -> bool:
+        review = self.session.review
+        return self._can_undo or (review is not None and review.can_undo)
+
+    def first_open_hunk(self) -> Hunk | None:
+        pending = self.session.pending
+        return None if pending is None else next((h for h in pending.hunks if h.state in OPEN), None)
+
+    # -- what the screen hands down, frame by frame ----------------------------------------
+    def new_change_set(self) -> None:
+        self.follow = True
+
+    def answer_started(self) -> None:
+        if self.view != "pending":  # a new answer: its pending diff is what matters now
+            self.view = "pending"
+            if self.selected:
+                self.select(self.selected, None, manual=False)
+
+    def answer_over(self) -> None:
+        if self._elsewhere:
+            self._elsewhere = ""
+            self.render_title()
+
+    def show_pending(self, pending: PendingDiff, dirty: set[str]) -> None:
+        """The hunks of `dirty` files changed: follow the answer, or stay where the user is."""
+        if self.view != "pending":
+            return  # a git view is up: the pending diff shows again when the user asks
+        diff = self.diff
+        streaming = self.session.streaming
+        live = pending.live_hunk if streaming else None
+        if self.follow and live is not None:
+            if live.path != self.selected:
+                self.select(live.path, None, manual=False)
+            diff.refresh_rows()
+            diff.follow(live)
+            return
+        if self.follow and streaming and diff.following:
+            # between two hunks of the answer (a SEARCH being read): still following
+            if self.selected in dirty:
+                diff.refresh_rows()
+            return
+        diff.follow(None)
+        # the user reviews: the view stays, the title says where the answer is writing
+        where = ""
+        if live is not None and live.path != self.selected:
+            where = f"new hunks streaming in {live.path}"
+        elif live is not None and diff.below_view(live):
+            where = "new hunks streaming below ↓"
+        if where != self._elsewhere:
+            self._elsewhere = where
+            self.render_title()
+        if self.selected is None and pending.files:
+            self.select(next(iter(pending.files)), None, manual=False)
+        elif self.selected in dirty or (self.selected in pending.files and diff.fd is None):
+            if diff.fd is None and self.selected in pending.files:
+                diff.show(pending.files[self.selected])
+            else:
+                diff.refresh_rows()
+
+    def start_at(self, h: Hunk) -> None:
+        """The review opened on its own: at the top, unless the user already chose a hunk."""
+        cur = self.diff.hunk
+        if self.follow or cur is None or cur.state not in OPEN:
+            self.select(h.path, h.id)
+
+    def show_hunks(self, ids: list[int]) -> bool:
+        """A card of the conversation was chosen: its first hunk, in the pending diff."""
+        pending = self.session.pending
+        if not ids or pending is None:
+            self.notify("that edit has no hunk to show (it was refused or is gone)", timeout=3)
+            return False
+        h = pending.hunk(ids[0])
+        self.view = "pending"
+        self.select(h.path, h.id)
+        return True
+
+    def say_waiting(self) -> None:
+        """The answer ended while the user writes: the review waits for them (Tab)."""
+        pending = self.session.pending
+        n = sum(1 for h in pending.hunks if h.state in OPEN) if pending is not None else 0
+        self.notify(f"The answer is in: {n} hunk{'s' if n != 1 else ''} to review (Tab).", timeout=4)
+
+    def synced(self, update: SyncUpdate) -> None:
+        """The disk or git changed: say what it did to the hunks; a git view is fetched again."""
+        for r in update.rebased:
+            if r.conflicts:
+                n = len(r.conflicts)
+                self.notify(f"{r.path} changed on disk: {n} hunk{'s' if n != 1 else ''} overlap your "
+                            "edit (m keeps yours, T takes the proposal, e edits)", severity="warning",
+                            timeout=8)
+            if r.stale:
+                self.notify(f"{r.path}: {r.stale}", severity="warning", timeout=8)
+        if update.git_changed and self.view != "pending" and self.selected:
+            self.run_worker(self._show_git_view(self.selected), group="gitview", exclusive=True)
+
+    def reset(self, message: str) -> None:
+        """The session was rebuilt (a rewind): nothing selected, following again."""
+        self.selected = None
+        self.follow = True
+        self.diff.show(None, message)
+
+    # -- the file shown --------------------------------------------------------------------
+    def select(self, path: str, hunk_id: int | None, manual: bool = True) -> None:
+        pending = self.session.pending
+        self.selected = path
+        if manual:
+            self.follow = False
+        fd = pending.files.get(path) if pending is not None else None
+        if self.view != "pending" and self.live.in_git:
+            self.run_worker(self._show_git_view(path), group="gitview", exclusive=True)
+        else:
+            self.diff.show(fd, "" if fd else f"No pending changes for {path}.")
+        self.render_title()
+        if hunk_id is not None:
+            self.diff.select(hunk_id)
+        self.refresh_bindings()
+
+    @on(DiffView.ModeChanged)
+    def render_title(self) -> None:
+        diff = self.diff
+        # a narrow pane drops whole parts: the view's name first, the file last
+        parts = [Part(HEADS[self.view], 2)] + ([Part(self.selected, 0)] if self.selected else [])
+        if diff.line_mode:
+            parts.append(Part("LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves", 1))
+        elif diff.side_by_side:
+            parts.append(Part("side by side", 3))
+        if self._elsewhere:
+            parts.append(Part(self._elsewhere, 1))
+        self.heading.set(StatusLine(parts))
+
+    @on(DiffView.LeaveFile)
+    def _leave_file(self, event: DiffView.LeaveFile) -> None:
+        pending = self.session.pending
+        if pending is None:
+            return
+        paths = [p for p, fd in pending.files.items() if fd.hunks]
+        if not paths:
+            return
+        i = paths.index(self.selected) if self.selected in paths else -1
+        j = i + event.step
+        if 0 <= j < len(paths):
+            self.select(paths[j], None)
+            self.diff.select(None, edge="first" if event.step > 0 else "last")
+            self.post_message(self.Reveal(paths[j]))
+
+    @on(DiffView.CursorMoved)
+    def _cursor_moved(self) -> None:
+        self.follow = False
+        self.refresh_bindings()
+
+    def on_descendant_focus(self) -> None:
+        if self.session.streaming:
+            self.follow = False  # the user reviews: the view stays where they are
+
+    def leave_line_mode(self) -> bool:
+        """Esc: out of line mode, if it is on."""
+        if not self.diff.line_mode:
+            return False
+        self.diff.line_mode = False
+        self.diff.refresh()
+        self.refresh_bindings()
+        return True
+
+    # -- the review's keys -----------------------------------------------------------------
+    def action_line_mode(self) -> None:
+        self.diff.toggle_line_mode()
+
+    def action_pick_line(self) -> None:
+        self.diff.pick_line()
+
+    def action_side_by_side(self) -> None:
+        self.diff.toggle_side_by_side()
+
+    async def action_accept_hunk(self) -> None:
+        diff, h, review = self.diff, self.diff.hunk, self.session.review
+        if h is None or review is None:
+            return
+        if h.state not in OPEN:
+            self.notify(f"hunk #{h.id} is {h.state.value}", timeout=2)
+            return
+        if diff.line_mode:
+            plan = review.plan_lines(h.id, diff.picked or {diff.line_cursor})
+            diff.line_mode = False
+        else:
+            plan = review.plan_hunks([h.id])
+        out = await self._carry_out(plan)
+        if out is not None and out.accepted:
+            self._advance()  # on to the next one; a refused accept stays where the user looks
+
+    def action_reject_hunk(self) -> None:
+        h, review = self.diff.hunk, self.session.review
+        if h is not None and review is not None and review.reject([h.id]).rejected:
+            self.diff.line_mode = False
+            self.post_message(SessionChanged())
+            self._advance()
+
+    def action_reject_with_reason(self) -> None:
+        h, review = self.diff.hunk, self.session.review
+        if h is None or review is None or h.state not in OPEN:
+            return
+
+        def done(reason: str | None) -> None:
+            if reason is None or review is not self.session.review:
+                return
+            if review.reject([h.id], reason).rejected:
+                self.diff.line_mode = False
+                self.post_message(SessionChanged(force_status=False))
+                self._advance()
+
+        self.app.push_screen(RejectReason(f"hunk #{h.id}"), callback=done)
+
+    async def action_accept_file(self) -> None:
+        review, pending = self.session.review, self.session.pending
+        if review is not None and pending is not None and self.selected in pending.files:
+            await self._carry_out(review.plan_file(self.selected))
+            self._advance()
+
+    def action_reject_file(self) -> None:
+        review, pending = self.session.review, self.session.pending
+        if review is not None and pending is not None and self.selected in pending.files:
+            review.reject_file(self.selected)
+            self.post_message(SessionChanged())
+            self._advance()
+
+    async def action_accept_all(self) -> None:
+        if self.session.review is not None:
+            await self._carry_out(self.session.review.plan_all())
+
+    def action_reject_all(self) -> None:
+        if self.session.review is not None:
+            self.session.review.reject_all()
+            self.post_message(SessionChanged())
+
+    def action_keep_mine(self) -> None:
+        h, review = self.diff.hunk, self.session.review
+        if h is not None and review is not None and self.hunk_conflict:
+            review.take_mine(h.id)
+            self.post_message(SessionChanged(force_status=False))
+            self._advance()
+
+    async def action_take_theirs(self) -> None:
+        h, review = self.diff.hunk, self.session.review
+        if h is not None and review is not None and self.hunk_conflict:
+            await self._carry_out(review.plan_theirs(h.id))
+            self._advance()
+
+    def action_edit_hunk(self) -> None:
+        h = self.diff.hunk
+        if h is None or h.state not in OPEN or self.session.review is None:
+            return
+        command = editor_command()
+        if command and not self.app.is_headless:
+            self.run_worker(self._edit_outside(h, command), group="editor", exclusive=True)
+            return
+        hidden = found("\n".join(h.new))
+        if hidden:  # the inline editor would send them to the terminal as they are
+            self.notify(f"hunk #{h.id} holds invisible characters ({', '.join(hidden[:3])}): set "
+                        "$EDITOR to edit it, or decide it as it is", severity="warning", timeout=8)
+            return
+        self.app.push_screen(HunkEditor(h), callback=self._edited(h.id))
+
+    async def _edit_outside(self, h: Hunk, command: str) -> None:
+        """The user's editor has the terminal; nothing is drawn until it gives it back."""
+        with self.app.batch_update(), self.app.suspend():
+            lines = await edit_lines(h.new, command, path=h.path)
+        if lines != h.new:
+            await self._edited(h.id)(lines)
+
+    def _edited(self, hunk_id: int) -> Callable[[list[str] | None], Coroutine[Any, Any, None]]:
+        async def done(lines: list[str] | None) -> None:
+            review = self.session.review
+            if lines is not None and review is not None:
+                await self._carry_out(review.plan_edited(hunk_id, lines))
+                self._advance()
+        return done
+
+    async def action_undo(self) -> None:
+        """The last accept, this session's or an earlier one's: the same as `steer undo`."""
+        try:
+            label = await self.session.undo()
+        except (UndoRefused, Busy, OSError) as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        self.notify(f"undone: {label}", timeout=3)
+        self.post_message(SessionChanged())
+        await self.check_undo()
+
+    def action_retry(self) -> None:
+        if self.session.retry_refused() is not None:
+            self.post_message(SessionChanged())
+
+    def action_cycle_view(self) -> None:
+        views: list[View] = ["pending", "head", "index"] if self.live.in_git else ["pending"]
+        self.view = views[(views.index(self.view) + 1) % len(views)] if self.view in views else "pending"
+        if self.selected:
+            self.select(self.selected, None)
+
+    async def action_stage(self) -> None:
+        result = await self.live.stage()
+        if result is None:
+            return
+        for msg in result.messages:
+            self.notify(msg, severity="warning", timeout=8)
+        if result.staged:
+            self.notify(f"staged the accepted hunks of {', '.join(result.staged)}", timeout=4)
+        elif not result.messages:
+            self.notify("the accepted hunks were staged already", timeout=3)
+
+    def action_commit(self) -> None:
+        if not self.live.in_git:
+            self.notify("not a git repository: nothing to commit", severity="warning")
+            return
+
+        def done(summary: str | None) -> None:
+            if summary:
+                self.notify(f"committed: {summary}", timeout=6)
+
+        self.app.push_screen(CommitScreen(self.live, self.session.provider, self.live.staged()),
+                             callback=done)
+
+    # -- carrying a decision out -----------------------------------------------------------
+    async def _carry_out(self, plan: AcceptPlan) -> Outcome | None:
+        review = self.session.review
+        assert review is not None
+        try:
+            out = await review.apply_async(plan)
+        except (Busy, OSError) as exc:  # another steer holds the repository, a full disk...
+            self.notify(f"nothing was written: {exc}", severity="error", timeout=8)
+            return None
+        for msg in out.messages:
+            self.notify(msg, severity="warning", timeout=6)
+        if out.accepted:
+            self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
+            self._can_undo = True
+        self.post_message(SessionChanged())
+        return out
+
+    def _advance(self) -> None:
+        """After a decision, move to the next open hunk (in this file, then the next)."""
+        diff = self.diff
+        diff.refresh_rows()  # the decision as it looks now (its frame comes after)
+        hunks, cur = diff.hunks, diff.hunk
+        if cur is not None and cur in hunks:
+            later = hunks[hunks.index(cur) + 1 :] + hunks[: hunks.index(cur)]
+            nxt = next((h for h in later if h.state in OPEN or h.state == HunkState.STREAMING), None)
+            if nxt is not None:
+                diff.select(nxt.id)
+                return
+        h = self.first_open_hunk()
+        if h is not None:
+            self.select(h.path, h.id)
+        diff.refresh()
+
+    async def check_undo(self) -> None:
+        self._can_undo = await self.session.journal_undoable()
+        if alive(self):
+            self.refresh_bindings()
+
+    async def _recover(self) -> None:
+        """An accept or undo a crash left half-done is completed before anything else."""
+        try:
+            done = await self.session.recover()
+            if not alive(self):
+                return
+        except (Busy, OSError) as exc:
+            self.notify(f"an interrupted accept or undo is not complete: {exc}", severity="error")
+            return
+        for e in done:
+            notes = "".join(f"; {n}" for n in e.notes)
+            self.notify(f"completed an interrupted {e.op}: {e.label}{notes}", severity="warning",
+                        timeout=10)
+        await self.check_undo()
+
+    async def _show_git_view(self, path: str) -> None:
+        if not self.live.in_git:
+            return
+        which: Literal["head", "index"] = "head" if self.view == "head" else "index"
+        what = "working tree vs HEAD" if which == "head" else "index vs HEAD"
+        try:
+            text = await self.live.diff(path, which)
+        except Exception as exc:  # noqa: BLE001 - git's own message, shown where the diff goes
+            text, what = "", f"{what}: git failed: {exc}"
+        if alive(self) and self.selected == path and self.view != "pending":
+            self.diff.show_rows(path, gitdiff.rows(path, text, what))
