@@ -112,6 +112,7 @@ class MapBuilder:
         self._cache_dirty = False
         self._last_save = 0.0
         self.timings: dict[str, float] = {}  # seconds: list, cache_load, parse, rank, ...
+        self.parsed = 0  # files the first build read and parsed (not found in the cache)
 
     # -- the API the session, the UI and the tools call ----------------------------------
     def start(self) -> MapBuilder:
@@ -226,8 +227,10 @@ class MapBuilder:
         t3 = time.perf_counter()
         self.timings["stat"] = t3 - t2
         for rel, key, st, tags in self._parse(todo, frozenset(cached.tags)):
-            if key is not None and tags is None and key in cached.tags:
+            if key is not None and key in cached.tags:
                 tags = cached.tags[key]
+            elif key is not None:
+                self.parsed += 1
             entries[rel] = (key, st, tags)
         self._known = {e[0]: e[2] for e in entries.values() if e[0] is not None}
         t4 = time.perf_counter()
