@@ -193,6 +193,29 @@ def test_updates_add_delete_and_ignore(project):
         assert "added pkg/new_mod.py:" in delta.text and "deleted web/util.js" in delta.text
 
 
+def test_a_folder_moved_and_a_branch_switched(project):
+    with built(project) as b:
+        os.rename(project / "web", project / "webapp")
+        b.update(["web", "webapp"])  # a watcher may report only the folders
+        assert b.wait(60)
+        assert {"webapp/app.js", "webapp/util.js"} <= set(b.files())
+        assert not any(p.startswith("web/") for p in b.files())
+        git(project, "add", "-A")
+        git(project, "commit", "-qm", "move")
+        git(project, "checkout", "-q", "-b", "other")
+        (project / "pkg" / "extra.py").write_text("def only_on_other():\n    pass\n")
+        git(project, "add", "-A")
+        git(project, "commit", "-qm", "extra")
+        git(project, "checkout", "-q", "main")
+        b.rescan()  # nothing told the builder about extra.py coming and going
+        assert b.wait(60)
+        assert "pkg/extra.py" not in b.files()
+        git(project, "checkout", "-q", "other")
+        b.rescan()
+        assert b.wait(60)
+        assert b.current("only_on_other").files[0] == "pkg/extra.py"
+
+
 def test_the_cache_makes_a_second_builder_start_full(project, tmp_path):
     cache = tmp_path / "state"
     with built(project, cache) as first:

@@ -122,7 +122,7 @@ def copy_stdlib(dest: Path, source: Path | None = None) -> tuple[Path, list[tupl
     shutil.copytree(source, dest, symlinks=True,
                     ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"))
     git_commit_all(dest)
-    defs = []
+    defs: list[tuple[str, str]] = []
     pattern = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
     for dirpath, _, names in os.walk(dest):
         if ".git" in dirpath.split(os.sep):

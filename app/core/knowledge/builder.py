@@ -38,11 +38,20 @@ from app.core.knowledge.delta import ADDED, CHANGED, DELETED, MapDelta, net, ren
 from app.core.knowledge.index import Entry, Index
 from app.core.knowledge.rank import PathIndex, rank
 from app.core.knowledge.render import DEFAULT_BUDGET, RepoMap, render, render_paths
-from app.core.knowledge.tags import Parsed, Tags, content_key, extract, read_and_extract, read_file
+from app.core.knowledge.tags import (
+    MAX_PARSE_BYTES,
+    Parsed,
+    Tags,
+    content_key,
+    extract,
+    read_and_extract,
+    read_file,
+)
 
 CHUNK = 64  # files per task handed to a worker process (the progress moves per chunk)
 IN_THREAD = 256  # fewer files than this to parse: no worker processes
 HISTORY = 512  # versions whose changes `changes_since` can still name
+RESCAN = "\0rescan"  # a queued update meaning "compare the whole tree"
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,8 @@ class _Published:
     index: Index
     paths: PathIndex | None  # set while the index has no tags yet (paths only)
     complete: bool
+    history: tuple[tuple[int, dict[str, str]], ...] = ()  # (version, its changes), oldest first
+    forgotten: int = 0  # changes up to this version are no longer in `history`
 
 
 class MapBuilder:
@@ -97,7 +108,6 @@ class MapBuilder:
         self.save_delay = save_delay
         self._lister = lister or list_files
         self._published = _Published(0, Index(), None, False)
-        self._history: list[tuple[int, dict[str, str]]] = []
         self._full_since = -1  # the first version with tags: deltas count from there
         self._state = "starting"
         self._done = self._total = 0
@@ -139,12 +149,9 @@ class MapBuilder:
         their entries as they are now; None when a fresh map must be sent instead (that
         version was paths only, is too old to know, or the changes do not fit `budget`)."""
         pub = self._published
-        history = self._history
-        if version < self._full_since or not pub.complete:
+        if version < self._full_since or version < pub.forgotten or not pub.complete:
             return None
-        if history and version < history[0][0] - 1 and len(history) >= HISTORY:
-            return None
-        changes = net(step for v, step in list(history) if v > version)
+        changes = net(step for v, step in pub.history if v > version)
         return render_delta(pub.index, changes, since=version, version=pub.version,
                             budget=budget, hidden=self.hidden)
 
@@ -155,6 +162,13 @@ class MapBuilder:
         if paths:
             self._idle.clear()
             self._queue.put(paths)
+
+    def rescan(self) -> None:
+        """Compare the whole tree with the map (git ls-files and a stat per file) and apply
+        the difference: after a branch switch, a pull, or anything a watcher may miss.
+        Returns at once."""
+        self._idle.clear()
+        self._queue.put([RESCAN])
 
     def status(self) -> MapStatus:
         pub = self._published
@@ -191,11 +205,15 @@ class MapBuilder:
     # -- the thread ----------------------------------------------------------------------
     def _publish(self, index: Index, *, paths: PathIndex | None = None, complete: bool,
                  changes: dict[str, str] | None = None) -> None:
-        version = self._published.version + 1
+        last = self._published
+        version = last.version + 1
+        history, forgotten = last.history, last.forgotten
         if changes:
-            self._history.append((version, changes))
-            del self._history[:-HISTORY]
-        self._published = _Published(version, index, paths, complete)
+            history = (*history, (version, changes))
+            if len(history) > HISTORY:
+                forgotten = history[-HISTORY - 1][0]
+                history = history[-HISTORY:]
+        self._published = _Published(version, index, paths, complete, history, forgotten)
 
     def _run(self) -> None:
         try:
@@ -336,10 +354,58 @@ class MapBuilder:
         if self._cache_dirty:
             self._save()
 
+    def _expand(self, paths: set[str], index: Index) -> set[str]:
+        """Folders among `paths` (moved in, moved away, deleted) as the files in them."""
+        out = set()
+        known_folders: set[str] | None = None
+        for rel in paths:
+            if rel in index.files:
+                out.add(rel)
+                continue
+            full = self.root / rel
+            if full.is_dir() and not full.is_symlink():
+                for dirpath, dirs, names in os.walk(full):
+                    dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+                    base = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+                    out.update(f"{base}/{n}" for n in names)
+                continue
+            out.add(rel)
+            if full.exists():
+                continue
+            if known_folders is None:  # every folder holding a known file, and its parents
+                known_folders = set()
+                for d in index.folders:
+                    while d and d not in known_folders:
+                        known_folders.add(d)
+                        d = d.rpartition("/")[0]
+            if rel in known_folders:  # a folder that went away: its files did too
+                out.update(p for p in index.files if p.startswith(rel + "/"))
+        return out
+
+    def _rescan(self) -> set[str]:
+        """Every path whose presence or stat differs from the index (after a branch switch or
+        anything the watcher may have missed)."""
+        index = self._published.index
+        listed = set(self._lister(self.root))
+        root = str(self.root)
+        out = set(index.files) ^ listed
+        for rel in listed & set(index.files):
+            try:
+                st = os.stat(os.path.join(root, rel), follow_symlinks=False)
+            except OSError:
+                out.add(rel)
+                continue
+            if (st.st_mtime_ns, st.st_size, st.st_ino) != index.files[rel][1]:
+                out.add(rel)
+        return out
+
     def _apply(self, paths: set[str]) -> bool:
         """Re-read `paths`, publish the change; False when nothing changed."""
         index = self._published.index
         root = str(self.root)
+        if RESCAN in paths:
+            paths = (paths - {RESCAN}) | self._rescan()
+        paths = self._expand(paths, index)
         new = sorted(p for p in paths if p not in index.files)
         ignored = self._ignored(new) if new else set()
         updates: dict[str, Entry | None] = {}
@@ -352,13 +418,13 @@ class MapBuilder:
                     updates[rel], changes[rel] = None, DELETED
                 continue
             data, st = got
-            key = content_key(rel, data)
+            key = content_key(rel, data) if st[1] <= MAX_PARSE_BYTES else f"big:{st[1]}"
             if old is not None and old[0] == key:
                 if old[1] != st:
                     updates[rel] = (key, st, old[2])  # touched, same content: new stat only
                 continue
-            if key in self._known:
-                tags = self._known[key]
+            if key in self._known or key.startswith("big:"):
+                tags = self._known.get(key)
             else:
                 try:
                     tags = extract(rel, data)
