@@ -357,3 +357,34 @@ def test_net_changes():
     assert net([{"a": "added"}, {"a": "deleted"}]) == {}
     assert net([{"a": "deleted"}, {"a": "added"}]) == {"a": "changed"}
     assert net([{"a": "changed"}, {"a": "deleted"}]) == {"a": "deleted"}
+
+
+def _worker_children() -> list[int]:
+    me, out = os.getpid(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rpartition(")")[2].split()[1]) == me and b"app.core.knowledge.workers" in cmd:
+            out.append(int(pid))
+    return out
+
+
+def test_closing_mid_build_leaves_no_worker_behind(tmp_path):
+    root = tmp_path / "big"
+    generate_tree(root, 3000, commit=False)
+    b = MapBuilder(root, cache=False, workers=2).start()
+    for _ in range(3000):
+        if _worker_children():
+            break
+        threading.Event().wait(0.005)
+    b.close()
+    assert not b._thread.is_alive()
+    for _ in range(200):
+        if not _worker_children():
+            break
+        threading.Event().wait(0.01)
+    assert _worker_children() == []
+    assert not b.status().complete and not b.current().complete  # nothing half-read published

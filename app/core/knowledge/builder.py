@@ -96,7 +96,8 @@ class MapBuilder:
                  rank_delay: float = 1.0, save_delay: float = 10.0,
                  lister: Callable[[Path], list[str]] | None = None) -> None:
         """`cache`: True for the user's state dir, a folder, or False for none. `workers`:
-        processes for a cold build (default: one per CPU, at most 4). `hidden`: key values no
+        processes for a cold build (default: one per CPU, at most 4; 0: parse in this
+        process, holding the GIL while each file parses). `hidden`: key values no
         line of the map may show. `lister`: the file list (default: git ls-files, or a walk
         outside a repository)."""
         self.root = Path(os.path.realpath(root))
@@ -113,7 +114,9 @@ class MapBuilder:
         self._done = self._total = 0
         self._error: str | None = None
         self._queue: queue.Queue[Collection[str] | None] = queue.Queue()
-        self._idle = threading.Event()
+        self._cond = threading.Condition()
+        self._pending = 0  # update batches queued and not yet applied
+        self._ranking = False  # a global rank is due after the last update
         self._ready = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -160,14 +163,16 @@ class MapBuilder:
         absolute). Returns at once; the builder re-reads them in its thread."""
         paths = [p for p in (self._relative(p) for p in changed_paths) if p]
         if paths:
-            self._idle.clear()
+            with self._cond:
+                self._pending += 1
             self._queue.put(paths)
 
     def rescan(self) -> None:
         """Compare the whole tree with the map (git ls-files and a stat per file) and apply
         the difference: after a branch switch, a pull, or anything a watcher may miss.
         Returns at once."""
-        self._idle.clear()
+        with self._cond:
+            self._pending += 1
         self._queue.put([RESCAN])
 
     def status(self) -> MapStatus:
@@ -186,7 +191,8 @@ class MapBuilder:
         if not self._ready.wait(timeout):
             return False
         left = None if end is None else max(0.0, end - time.monotonic())
-        return self._idle.wait(left)
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending <= 0 and not self._ranking, left)
 
     def close(self) -> None:
         self._stop.set()
@@ -221,11 +227,14 @@ class MapBuilder:
         except Exception as exc:  # the map stays paths-only; steer works without it
             self._error = f"{type(exc).__name__}: {exc}"
             self._state = "failed"
-            self._ready.set()
-            self._idle.set()
+            with self._cond:
+                self._pending = 0
+                self._cond.notify_all()
             return
-        self._ready.set()
-        self._serve()
+        finally:
+            self._ready.set()
+        if not self._stop.is_set():
+            self._serve()
 
     def _build(self) -> None:
         t0 = time.perf_counter()
@@ -250,6 +259,8 @@ class MapBuilder:
             elif key is not None:
                 self.parsed += 1
             entries[rel] = (key, st, tags)
+        if self._stop.is_set():  # closed mid-build: nothing half-read is published or saved
+            return
         self._known = {e[0]: e[2] for e in entries.values() if e[0] is not None}
         t4 = time.perf_counter()
         self.timings["parse"] = t4 - t3
@@ -294,7 +305,7 @@ class MapBuilder:
         def progress(n: int) -> None:
             self._done += n
 
-        if len(todo) >= IN_THREAD and self.workers >= 2:
+        if len(todo) >= IN_THREAD and self.workers >= 1:
             return workers.parse(root, chunks, known, self.workers, progress, self._stop)
         out: list[Parsed] = []
         for chunk in chunks:
@@ -307,39 +318,30 @@ class MapBuilder:
     def _serve(self) -> None:
         rank_due: float | None = None
         while not self._stop.is_set():
-            timeout = None
             now = time.monotonic()
-            if rank_due is not None:
-                timeout = max(0.0, rank_due - now)
-            if self._cache_dirty:
-                save_due = self._last_save + self.save_delay
-                timeout = max(0.0, save_due - now) if timeout is None else min(timeout, max(0.0, save_due - now))
-            if self._queue.empty() and rank_due is None:
-                self._idle.set()
+            dues = [d for d in (rank_due, self._last_save + self.save_delay
+                                if self._cache_dirty else None) if d is not None]
+            timeout = max(0.0, min(dues) - now) if dues else None
             try:
-                batch = self._queue.get(timeout=timeout)
+                first = self._queue.get(timeout=timeout)
             except queue.Empty:
-                batch = ()
-            if batch is None:
-                break
-            paths = set(batch)
+                first = ()
+            batches = [first]
             while True:  # take what queued meanwhile in the same go
                 try:
-                    more = self._queue.get_nowait()
+                    batches.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-                if more is None:
-                    self._stop.set()
-                    break
-                paths.update(more)
+            if any(b is None for b in batches):
+                break
+            paths = {p for b in batches if b for p in b}
             if paths:
                 t = time.perf_counter()
                 if self._apply(paths):
                     rank_due = time.monotonic() + self.rank_delay
                     self._cache_dirty = True
                 self.timings["last_update"] = time.perf_counter() - t
-                if not self._queue.empty():
-                    continue
+            taken = sum(1 for b in batches if b)
             now = time.monotonic()
             if rank_due is not None and now >= rank_due and self._queue.empty():
                 t = time.perf_counter()
@@ -349,8 +351,10 @@ class MapBuilder:
                 rank_due = None
             if self._cache_dirty and now >= self._last_save + self.save_delay:
                 self._save()
-            if self._queue.empty() and rank_due is None:
-                self._idle.set()
+            with self._cond:
+                self._pending -= taken
+                self._ranking = rank_due is not None
+                self._cond.notify_all()
         if self._cache_dirty:
             self._save()
 
