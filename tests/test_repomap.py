@@ -388,3 +388,22 @@ def test_closing_mid_build_leaves_no_worker_behind(tmp_path):
         threading.Event().wait(0.01)
     assert _worker_children() == []
     assert not b.status().complete and not b.current().complete  # nothing half-read published
+
+
+def test_changes_since_says_when_a_fresh_map_is_needed(project, monkeypatch):
+    import app.core.knowledge.builder as builder_module
+
+    monkeypatch.setattr(builder_module, "HISTORY", 2)
+    with built(project) as b:
+        assert b.changes_since(1) is None  # version 1 was the paths-only map
+        start = b.current().version
+        versions = []
+        for i in range(3):
+            (project / f"added{i}.py").write_text(f"def added_{i}():\n    pass\n")
+            b.update([f"added{i}.py"])
+            assert b.wait(60)
+            versions.append(b.current().version)
+        assert b.changes_since(start) is None  # older than the history kept
+        recent = b.changes_since(versions[0])
+        assert recent is not None and recent.files == ("added1.py", "added2.py")
+        assert b.changes_since(versions[0], budget=5) is None  # does not fit: send a map
