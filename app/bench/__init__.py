@@ -69,6 +69,8 @@ def main(argv: list[str]) -> int:
                    help="instructions to rank with aider's RepoMap too (0: none)")
     x.add_argument("--aider-recall-cap", type=float, default=600.0,
                    help="seconds aider's recall may take per tree")
+    x.add_argument("--nice", type=int, default=10, help="the map's worker processes' niceness "
+                   "(the app's default: 10, below the UI)")
     args = p.parse_args(argv)
     if args.which == "model":
         from app.bench.model import run
@@ -99,7 +101,7 @@ def main(argv: list[str]) -> int:
         result = run(files=args.files, n_instructions=args.instructions, budget=args.budget,
                      aider=not args.no_aider, aider_version=args.aider_version,
                      aider_recall=args.aider_recall, aider_recall_cap=args.aider_recall_cap,
-                     stdlib=args.stdlib, updates=args.updates, trees=args.trees)
+                     stdlib=args.stdlib, updates=args.updates, trees=args.trees, nice=args.nice)
     elif args.which == "cas":
         from app.bench.cas import run
         result = run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)

@@ -33,6 +33,7 @@ def git_commit_all(root: Path) -> None:
     _git(root, "init", "-q", "-b", "main")
     _git(root, "config", "user.email", "bench@example.com")
     _git(root, "config", "user.name", "bench")
+    _git(root, "config", "gc.auto", "0")  # no repack in the background of a measurement
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "tree")
 

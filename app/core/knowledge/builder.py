@@ -93,7 +93,7 @@ class _Published:
 class MapBuilder:
     def __init__(self, root: str | os.PathLike[str], *, cache: Path | None | bool = True,
                  workers: int | None = None, hidden: Sequence[str] = (),
-                 rank_delay: float = 1.0, save_delay: float = 10.0,
+                 rank_delay: float = 1.0, save_delay: float = 10.0, nice: int = 10,
                  lister: Callable[[Path], list[str]] | None = None) -> None:
         """`cache`: True for the user's state dir, a folder, or False for none. `workers`:
         processes for a cold build (default: one per CPU, at most 4; 0: parse in this
@@ -104,6 +104,7 @@ class MapBuilder:
         directory = cache_dir(self.root) if cache is True else (cache or None)
         self.cache = TagCache(directory) if isinstance(directory, Path) else None
         self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
+        self.nice = nice  # the worker processes' CPU priority: below the app's
         self.hidden = tuple(h for h in hidden if h)
         self.rank_delay = rank_delay
         self.save_delay = save_delay
@@ -306,7 +307,8 @@ class MapBuilder:
             self._done += n
 
         if len(todo) >= IN_THREAD and self.workers >= 1:
-            return workers.parse(root, chunks, known, self.workers, progress, self._stop)
+            return workers.parse(root, chunks, known, self.workers, progress, self._stop,
+                                 self.nice)
         out: list[Parsed] = []
         for chunk in chunks:
             if self._stop.is_set():

@@ -48,7 +48,7 @@ def _recv(stream: IO[bytes]) -> object:
 
 
 def parse(root: str, chunks: Iterable[list[str]], known: frozenset[str], workers: int,
-          progress: Callable[[int], None], stop: threading.Event) -> list[Parsed]:
+          progress: Callable[[int], None], stop: threading.Event, nice: int = 10) -> list[Parsed]:
     """Every chunk read and tagged by `workers` child processes. A chunk a worker could not
     finish (it died, or could not start) is parsed here instead, so the result is always
     complete unless `stop` is set."""
@@ -60,7 +60,7 @@ def parse(root: str, chunks: Iterable[list[str]], known: frozenset[str], workers
     def feed() -> None:
         try:
             child = subprocess.Popen(
-                [sys.executable, "-m", "app.core.knowledge.workers", root],
+                [sys.executable, "-m", "app.core.knowledge.workers", root, str(nice)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 close_fds=True)
         except OSError:
@@ -111,8 +111,8 @@ def parse(root: str, chunks: Iterable[list[str]], known: frozenset[str], workers
 
 def main(argv: list[str]) -> int:
     root = argv[0]
-    with contextlib.suppress(OSError):
-        os.nice(10)
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        os.nice(int(argv[1]))
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     try:
         keys = _recv(stdin)
