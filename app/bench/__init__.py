@@ -69,8 +69,9 @@ def main(argv: list[str]) -> int:
                    help="instructions to rank with aider's RepoMap too (0: none)")
     x.add_argument("--aider-recall-cap", type=float, default=600.0,
                    help="seconds aider's recall may take per tree")
-    x.add_argument("--nice", type=int, default=10, help="the map's worker processes' niceness "
-                   "(the app's default: 10, below the UI)")
+    x.add_argument("--nice", type=int, default=0, help="the map's worker processes' niceness: "
+                   "0, aider's own, by default (the app runs them at 10, below its UI; on an "
+                   "idle machine that changes nothing)")
     args = p.parse_args(argv)
     if args.which == "model":
         from app.bench.model import run

@@ -14,6 +14,7 @@ a changed file keeps the rank it had, and a new one ranks last.
 
 from __future__ import annotations
 
+import heapq
 import math
 import sys
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,7 @@ Entry = tuple[str | None, tuple[int, int, int], Tags | None]
 
 MANY_DEFINERS = 5  # a name defined in more files than this says little about any of them
 MAX_ROW = 48  # out-edges kept per file, the strongest
+TOO_COMMON = 50  # a name defined in more files than this (__init__, run, get) links nothing
 
 
 def folder(path: str) -> str:
@@ -143,7 +145,7 @@ class Index:
         definers = self.definers
         for name, count in entry[2][1]:
             targets = definers.get(name)
-            if not targets:
+            if not targets or len(targets) > TOO_COMMON:
                 continue
             key = f"{count}:{name}"
             w = weights.get(key)
@@ -153,7 +155,7 @@ class Index:
                 if t != path:
                     acc[t] = acc.get(t, 0.0) + w
         if len(acc) > MAX_ROW:  # the strongest links say it; the long tail only costs
-            acc = dict(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_ROW])
+            acc = dict(heapq.nsmallest(MAX_ROW, acc.items(), key=lambda kv: (-kv[1], kv[0])))
         total = sum(acc.values())
         return tuple((t, w / total) for t, w in sorted(acc.items())) if total else ()
 
@@ -167,13 +169,17 @@ class Index:
                 row = self.memo[path] = self._row(path, {})
         return row
 
+    def all_rows(self) -> dict[str, tuple[tuple[str, float], ...]]:
+        """Every tagged file's row, computed now (a request then finds them ready)."""
+        weights: dict[str, float] = {}
+        return {p: self._row(p, weights) for p in sorted(self.files) if self.files[p][2] is not None}
+
     def global_rank(self) -> tuple[dict[str, float], dict[str, tuple[tuple[str, float], ...]]]:
         """PageRank over the tagged files, and every file's row (seconds on a large tree:
         the builder calls it off the request path)."""
-        paths = sorted(p for p, e in self.files.items() if e[2] is not None)
+        rows = self.all_rows()
+        paths = list(rows)
         ids = {p: i for i, p in enumerate(paths)}
-        weights: dict[str, float] = {}
-        rows = {p: self._row(p, weights) for p in paths}
         graph = [[(ids[t], w) for t, w in rows[p]] for p in paths]
         return dict(zip(paths, pagerank(graph), strict=True)), rows
 

@@ -2,7 +2,6 @@
 
 Written for steer rather than taken from a tagging library, so that each capture says exactly
 what the map uses: `@def.<kind>` on the *name* of a definition (its line is the one the map
-shows), `@ref` on a name used elsewhere (a call, an attribute, a type, an import, a base
 class). Names only: the map ranks files by who uses what, it does not resolve scopes.
 Languages without a query here fall back to Pygments tokens (tags.py).
 
@@ -15,15 +14,6 @@ from __future__ import annotations
 PYTHON = """
 (class_definition name: (identifier) @def.class)
 (function_definition name: (identifier) @def.function)
-(call function: (identifier) @ref)
-(attribute attribute: (identifier) @ref)
-(type (identifier) @ref)
-(decorator (identifier) @ref)
-(argument_list (identifier) @ref)
-(import_from_statement name: (dotted_name (identifier) @ref))
-(import_from_statement name: (aliased_import name: (dotted_name (identifier) @ref)))
-(import_from_statement module_name: (dotted_name (identifier) @ref))
-(import_statement name: (dotted_name (identifier) @ref))
 """
 
 JAVASCRIPT = """
@@ -32,11 +22,6 @@ JAVASCRIPT = """
 (generator_function_declaration name: (identifier) @def.function)
 (method_definition name: (property_identifier) @def.method)
 (variable_declarator name: (identifier) @def.function value: [(arrow_function) (function_expression)])
-(call_expression function: (identifier) @ref)
-(call_expression function: (member_expression property: (property_identifier) @ref))
-(new_expression constructor: (identifier) @ref)
-(class_heritage (identifier) @ref)
-(import_specifier name: (identifier) @ref)
 """
 
 TYPESCRIPT = """
@@ -53,20 +38,12 @@ TYPESCRIPT = """
 (abstract_method_signature name: (property_identifier) @def.method)
 (module name: (identifier) @def.module)
 (variable_declarator name: (identifier) @def.function value: [(arrow_function) (function_expression)])
-(call_expression function: (identifier) @ref)
-(call_expression function: (member_expression property: (property_identifier) @ref))
-(new_expression constructor: (identifier) @ref)
-(type_identifier) @ref
-(import_specifier name: (identifier) @ref)
 """
 
 GO = """
 (function_declaration name: (identifier) @def.function)
 (method_declaration name: (field_identifier) @def.method)
 (type_spec name: (type_identifier) @def.type)
-(call_expression function: (identifier) @ref)
-(call_expression function: (selector_expression field: (field_identifier) @ref))
-(type_identifier) @ref
 """
 
 RUST = """
@@ -79,11 +56,6 @@ RUST = """
 (type_item name: (type_identifier) @def.type)
 (mod_item name: (identifier) @def.module)
 (macro_definition name: (identifier) @def.macro)
-(call_expression function: (identifier) @ref)
-(call_expression function: (field_expression field: (field_identifier) @ref))
-(call_expression function: (scoped_identifier name: (identifier) @ref))
-(macro_invocation macro: (identifier) @ref)
-(type_identifier) @ref
 """
 
 JAVA = """
@@ -93,9 +65,6 @@ JAVA = """
 (record_declaration name: (identifier) @def.class)
 (method_declaration name: (identifier) @def.method)
 (constructor_declaration name: (identifier) @def.method)
-(method_invocation name: (identifier) @ref)
-(object_creation_expression type: (type_identifier) @ref)
-(type_identifier) @ref
 """
 
 C = """
@@ -106,8 +75,6 @@ C = """
 (enum_specifier name: (type_identifier) @def.enum body: (_))
 (type_definition declarator: (type_identifier) @def.type)
 (preproc_function_def name: (identifier) @def.macro)
-(call_expression function: (identifier) @ref)
-(type_identifier) @ref
 """
 
 CPP = """
@@ -123,10 +90,6 @@ CPP = """
 (alias_declaration name: (type_identifier) @def.type)
 (namespace_definition name: (namespace_identifier) @def.module)
 (preproc_function_def name: (identifier) @def.macro)
-(call_expression function: (identifier) @ref)
-(call_expression function: (field_expression field: (field_identifier) @ref))
-(call_expression function: (qualified_identifier name: (identifier) @ref))
-(type_identifier) @ref
 """
 
 CSHARP = """
@@ -137,10 +100,6 @@ CSHARP = """
 (record_declaration name: (identifier) @def.class)
 (method_declaration name: (identifier) @def.method)
 (constructor_declaration name: (identifier) @def.method)
-(invocation_expression function: (identifier) @ref)
-(invocation_expression function: (member_access_expression name: (identifier) @ref))
-(object_creation_expression type: (identifier) @ref)
-(base_list (identifier) @ref)
 """
 
 RUBY = """
@@ -148,9 +107,6 @@ RUBY = """
 (module name: (constant) @def.module)
 (method name: (_) @def.method)
 (singleton_method name: (_) @def.method)
-(call method: (identifier) @ref)
-(superclass (constant) @ref)
-(scope_resolution name: (constant) @ref)
 """
 
 PHP = """
@@ -159,11 +115,6 @@ PHP = """
 (trait_declaration name: (name) @def.trait)
 (function_definition name: (name) @def.function)
 (method_declaration name: (name) @def.method)
-(function_call_expression function: (name) @ref)
-(member_call_expression name: (name) @ref)
-(scoped_call_expression name: (name) @ref)
-(object_creation_expression (name) @ref)
-(base_clause (name) @ref)
 """
 
 # tree-sitter-language-pack's name for a grammar -> its query
@@ -172,6 +123,11 @@ QUERIES: dict[str, str] = {
     "go": GO, "rust": RUST, "java": JAVA, "c": C, "cpp": CPP, "csharp": CSHARP, "ruby": RUBY,
     "php": PHP,
 }
+
+# deepest node a definition match may start at (the root is 0): Python's decorated method in a
+# nested class is module > class > block > class > block > decorated > function = 6
+DEPTH: dict[str, int] = {"python": 6, "javascript": 6, "typescript": 6, "tsx": 6, "go": 3,
+                         "rust": 6, "java": 6, "c": 6, "cpp": 8, "csharp": 8, "ruby": 6, "php": 6}
 
 # file name endings -> grammar name, for the languages above
 EXTENSIONS: dict[str, str] = {

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from app.core.knowledge.index import Index
+from app.core.knowledge.index import TOO_COMMON, Index
 from app.core.knowledge.pagerank import push
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -79,7 +79,7 @@ def named_definers(index: Index, text: str) -> tuple[dict[str, float], dict[str,
     weak: dict[str, float] = {}
     for word in words(text):
         found = index.definers.get(word)
-        if not found or len(found) > 50:
+        if not found or len(found) > TOO_COMMON:
             continue
         if _code_like(word) or word in said:
             target = strong

@@ -1,6 +1,6 @@
 """One file's tags: the names it defines (with their line and the line's text, the map's
-"signature") and the names it uses, read with tree-sitter where steer has a tag query for the
-language (queries.py), else from Pygments tokens.
+"signature"), read with tree-sitter where steer has a tag query for the language (queries.py),
+else from Pygments tokens; and the names it uses: its identifiers, counted.
 
 Tags are plain tuples so that they cross a process boundary and go to the disk cache as they
 are (marshal), without a class to rebuild per definition:
@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections import Counter
 from functools import cache, lru_cache
 from typing import Any
 
-from app.core.knowledge.queries import EXTENSIONS, QUERIES
+from app.core.knowledge.queries import DEPTH, EXTENSIONS, QUERIES
 
 Def = tuple[str, int, str, str]
 Tags = tuple[tuple[Def, ...], tuple[tuple[str, int], ...]]
@@ -33,7 +34,20 @@ Parsed = tuple[str, str | None, tuple[int, int, int], Tags | None]
 MAX_PARSE_BYTES = 1 << 20  # bigger files are listed, not parsed (generated or minified)
 MAX_PYGMENTS_BYTES = 256 << 10  # regex lexers are slow on big files
 MAX_LINE = 160  # a definition's line is cut here
-TAGS_VERSION = 1  # bump when the queries or the tuple layout change (keys the cache)
+TAGS_VERSION = 2  # bump when the queries or the tuple layout change (keys the cache)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# words of the languages themselves: never a definition, so never a link
+KEYWORDS = frozenset("""
+and as assert async await break class continue def del elif else except finally for from
+global if import in is lambda nonlocal not or pass raise return try while with yield None True
+False self cls function const let var new this typeof instanceof void null undefined export
+default extends super static public private protected interface implements package func type
+struct map chan range defer interface string int bool byte float64 float32 int64 int32 uint
+impl pub mut use mod crate enum trait where match loop fn usize isize u32 u64 i32 i64 f64 str
+char long short double unsigned signed sizeof typedef union switch case goto extern inline
+auto template typename namespace using virtual override final abstract throws throw catch
+boolean instanceof synchronized transient volatile native end elsif unless begin module
+rescue ensure then echo array isset unset foreach endif endforeach""".split())
 
 # formats whose "definitions" would be noise: data, prose, markup, styles, locks
 NOT_CODE = frozenset(
@@ -55,8 +69,12 @@ def content_key(path: str, data: bytes) -> str:
     return h.hexdigest()
 
 
-def _line_text(lines: list[bytes], row: int) -> str:
-    text = lines[row].decode("utf-8", "replace").rstrip().expandtabs(4) if row < len(lines) else ""
+def _line_text(data: bytes, at: int) -> str:
+    """The line holding byte offset `at`, cut to MAX_LINE."""
+    start = data.rfind(b"\n", 0, at) + 1
+    end = data.find(b"\n", at)
+    raw = data[start:end if end >= 0 else len(data)]
+    text = raw.decode("utf-8", "replace").rstrip().expandtabs(4)
     return text if len(text) <= MAX_LINE else text[: MAX_LINE - 1] + "…"
 
 
@@ -69,27 +87,32 @@ def _query(lang: str) -> tuple[Any, Any]:
     return Parser(grammar), Query(grammar, QUERIES[lang])
 
 
+def _uses(data: bytes) -> tuple[tuple[str, int], ...]:
+    """The identifiers a file mentions and how often (code, comments and strings alike: a
+    name mentioned is a name used, for ranking), without the short ones and keywords."""
+    counts = Counter(_IDENT.findall(data.decode("utf-8", "replace")))
+    return tuple(sorted((k, n) for k, n in counts.items() if len(k) >= 3 and k not in KEYWORDS))
+
+
 def _tree_sitter(lang: str, data: bytes) -> Tags:
     from tree_sitter import QueryCursor
 
     parser, query = _query(lang)
     tree = parser.parse(data)
-    captures = QueryCursor(query).captures(tree.root_node)
-    lines = data.split(b"\n")
+    cursor = QueryCursor(query)
+    cursor.set_max_start_depth(DEPTH.get(lang, 6))
+    captures = cursor.captures(tree.root_node)
     defs: dict[tuple[int, str], Def] = {}
-    refs: Counter[str] = Counter()
     for cap, nodes in captures.items():
-        if cap == "ref":
-            refs.update(n.text.decode("utf-8", "replace") for n in nodes if n.text)
-            continue
         kind = cap.partition(".")[2]
         for n in nodes:
             if not n.text:
                 continue
             row = n.start_point[0]
             name = n.text.decode("utf-8", "replace")
-            defs.setdefault((row, name), (name, row + 1, kind, _line_text(lines, row)))
-    return tuple(defs[k] for k in sorted(defs)), tuple(sorted(refs.items()))
+            if (row, name) not in defs:
+                defs[(row, name)] = (name, row + 1, kind, _line_text(data, n.start_byte))
+    return tuple(defs[k] for k in sorted(defs)), _uses(data)
 
 
 @lru_cache(maxsize=256)
@@ -107,7 +130,7 @@ def _pygments(lexer: Any, data: bytes) -> Tags:
     from pygments.token import Name  # type: ignore[import-untyped]
 
     text = data.decode("utf-8", "replace")
-    lines = data.split(b"\n")
+    lines = text.split("\n")
     defs: list[Def] = []
     refs: Counter[str] = Counter()
     row, pos = 0, 0
@@ -118,7 +141,8 @@ def _pygments(lexer: Any, data: bytes) -> Tags:
         pos = index
         if ttype in Name.Function or ttype in Name.Class:
             kind = "class" if ttype in Name.Class else "function"
-            defs.append((value, row + 1, kind, _line_text(lines, row)))
+            line = lines[row].rstrip().expandtabs(4) if row < len(lines) else ""
+            defs.append((value, row + 1, kind, line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"))
         elif ttype not in Name.Builtin and value.isidentifier():
             refs[value] += 1
     return tuple(defs), tuple(sorted(refs.items()))
