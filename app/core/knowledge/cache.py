@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from app.core.knowledge.index import Entry
 from app.core.knowledge.tags import TAGS_VERSION, Tags
@@ -90,16 +91,23 @@ class TagCache:
                 continue
             fresh = st[0] >= now - racy
             rows.append((path, key, None if fresh else tuple(st), tags))
-        frames = [marshal.dumps(sorted(rank.items()))]
-        frames.extend(marshal.dumps(rows[i:i + FRAME]) for i in range(0, len(rows), FRAME))
-        body = b"".join(struct.pack("<I", len(f)) + f for f in frames)
-        digest = hashlib.blake2b(body, digest_size=32).digest()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tags.", dir=self.path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + digest)
-                f.write(body)
+                f.write(MAGIC + bytes(32))  # the digest goes here once the frames are written
+                h = hashlib.blake2b(digest_size=32)
+                frames: list[list[Any]] = [sorted(rank.items())]
+                frames.extend(rows[i:i + FRAME] for i in range(0, len(rows), FRAME))
+                for frame in frames:  # one at a time: the file is never held whole in memory
+                    data = marshal.dumps(frame)
+                    head = struct.pack("<I", len(data))
+                    h.update(head)
+                    h.update(data)
+                    f.write(head)
+                    f.write(data)
+                f.seek(len(MAGIC))
+                f.write(h.digest())
             os.replace(tmp, self.path)
         except BaseException:
             with contextlib.suppress(OSError):

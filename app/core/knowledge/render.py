@@ -20,6 +20,7 @@ CHARS_PER_TOKEN = 3.5  # the estimate app/core/conversation/context_budget.py us
 DEFAULT_BUDGET = 1500  # tokens; the embedded 8k-window model is given less by its caller
 FOLDER_SHARE = 0.3  # at most this much of the budget goes to the folder summary
 MAX_DEFS = (20, 8, 5)  # definitions shown per file: named, context, the rest
+NAMED_IN_FULL = 3  # named files shown with up to MAX_DEFS[0] definitions
 
 HEADER = ("Repository map: the files most relevant to this request, each with its definitions "
           "(line: text), then the other files by folder.\n")
@@ -130,10 +131,13 @@ def render(index: Index, ranking: Ranking, budget: int = DEFAULT_BUDGET, *, vers
     def blocks() -> Iterable[tuple[str, str]]:
         done = set(skip)
         for group, limit in tiers:
-            for p in group:
+            for i, p in enumerate(group):
                 if p not in done:
                     done.add(p)
-                    yield p, file_block(index, p, limit, ranking.named_words, hidden)
+                    # past the first few named files (a name many files define), each shows
+                    # its named definitions and a few more, so more of them fit
+                    cap = limit if i < NAMED_IN_FULL else MAX_DEFS[1]
+                    yield p, file_block(index, p, cap, ranking.named_words, hidden)
         for p in ranking.rest(done):
             yield p, file_block(index, p, MAX_DEFS[2], ranking.named_words, hidden)
 
