@@ -171,6 +171,10 @@ def test_an_update_after_changing_one_file_changes_only_its_entries(project):
         assert delta is not None and delta.files == ("pkg/store.py",)
         assert "changed pkg/store.py:" in delta.text and "drop_record" in delta.text
         assert b.changes_since(after.version).text == ""  # nothing since: nothing to send
+        ask = ("make save_record faster", ["pkg/cli.py"], 600)
+        kept = b.current(*ask).text
+    with built(project) as fresh:  # a new builder on the same tree: the same bytes
+        assert fresh.current(*ask).text == kept
 
 
 def test_updates_add_delete_and_ignore(project):
@@ -188,6 +192,8 @@ def test_updates_add_delete_and_ignore(project):
         assert "pkg/new_mod.py" in files and "web/util.js" not in files
         assert "build/gen.py" not in files  # ignored: never in the map
         assert b.current("brand_new_thing").files[0] == "pkg/new_mod.py"
+        assert b.current("look at new_mod.py").files[0] == "pkg/new_mod.py"
+        assert "web/util.js" not in b.current("and util.js?").files
         delta = b.changes_since(v)
         assert delta is not None
         assert "added pkg/new_mod.py:" in delta.text and "deleted web/util.js" in delta.text

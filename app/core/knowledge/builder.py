@@ -49,6 +49,7 @@ from app.core.knowledge.tags import (
 )
 
 CHUNK = 64  # files per task handed to a worker process (the progress moves per chunk)
+CHUNK_BYTES = 256 << 10  # ... or fewer, when they are big
 IN_THREAD = 256  # fewer files than this to parse: no worker processes
 HISTORY = 512  # versions whose changes `changes_since` can still name
 RESCAN = "\0rescan"  # a queued update meaning "compare the whole tree"
@@ -90,6 +91,40 @@ class _Published:
     forgotten: int = 0  # changes up to this version are no longer in `history`
 
 
+@dataclass(frozen=True)
+class _Ranked:
+    """A global rank computed off the builder's thread, on `snapshot` (None: it failed)."""
+
+    snapshot: Index
+    rank: dict[str, float] | None
+    rows: dict[str, tuple[tuple[str, float], ...]] | None
+
+
+def _chunks(root: str, todo: list[str]) -> list[list[str]]:
+    """`todo` in tasks for the workers, the biggest files first (so the last tasks are small
+    and the workers finish together), each at most CHUNK files or CHUNK_BYTES."""
+    sized = []
+    for rel in todo:
+        try:
+            size = os.stat(os.path.join(root, rel), follow_symlinks=False).st_size
+        except OSError:
+            size = 0
+        sized.append((size if size <= MAX_PARSE_BYTES else 0, rel))  # too big: not parsed
+    sized.sort(key=lambda x: (-x[0], x[1]))
+    chunks: list[list[str]] = []
+    chunk: list[str] = []
+    held = 0
+    for size, rel in sized:
+        chunk.append(rel)
+        held += size
+        if len(chunk) >= CHUNK or held >= CHUNK_BYTES:
+            chunks.append(chunk)
+            chunk, held = [], 0
+    if chunk:
+        chunks.append(chunk)
+    return chunks
+
+
 class MapBuilder:
     def __init__(self, root: str | os.PathLike[str], *, cache: Path | None | bool = True,
                  workers: int | None = None, hidden: Sequence[str] = (),
@@ -114,7 +149,7 @@ class MapBuilder:
         self._state = "starting"
         self._done = self._total = 0
         self._error: str | None = None
-        self._queue: queue.Queue[Collection[str] | None] = queue.Queue()
+        self._queue: queue.Queue[list[str] | _Ranked | None] = queue.Queue()
         self._cond = threading.Condition()
         self._pending = 0  # update batches queued and not yet applied
         self._ranking = False  # a global rank is due after the last update
@@ -301,7 +336,7 @@ class MapBuilder:
 
     def _parse(self, todo: list[str], known: frozenset[str]) -> list[Parsed]:
         root = str(self.root)
-        chunks = [todo[i:i + CHUNK] for i in range(0, len(todo), CHUNK)]
+        chunks = _chunks(root, todo)
 
         def progress(n: int) -> None:
             self._done += n
@@ -319,46 +354,80 @@ class MapBuilder:
 
     def _serve(self) -> None:
         rank_due: float | None = None
+        ranker: threading.Thread | None = None
         while not self._stop.is_set():
             now = time.monotonic()
-            dues = [d for d in (rank_due, self._last_save + self.save_delay
-                                if self._cache_dirty else None) if d is not None]
+            dues = [d for d in (rank_due if ranker is None else None,
+                                self._last_save + self.save_delay if self._cache_dirty else None)
+                    if d is not None]
             timeout = max(0.0, min(dues) - now) if dues else None
+            items: list[list[str] | _Ranked | None] = []
             try:
-                first = self._queue.get(timeout=timeout)
+                items.append(self._queue.get(timeout=timeout))
             except queue.Empty:
-                first = ()
-            batches = [first]
+                pass
             while True:  # take what queued meanwhile in the same go
                 try:
-                    batches.append(self._queue.get_nowait())
+                    items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            if any(b is None for b in batches):
+            if any(item is None for item in items):
                 break
-            paths = {p for b in batches if b for p in b}
+            batches = [item for item in items if isinstance(item, list)]
+            paths = {p for b in batches for p in b}
             if paths:
                 t = time.perf_counter()
                 if self._apply(paths):
                     rank_due = time.monotonic() + self.rank_delay
                     self._cache_dirty = True
                 self.timings["last_update"] = time.perf_counter() - t
-            taken = sum(1 for b in batches if b)
+            for item in items:
+                if isinstance(item, _Ranked):
+                    ranker = None
+                    if item.rank is not None and self._merge_rank(item):
+                        rank_due = rank_due or time.monotonic() + self.rank_delay
             now = time.monotonic()
-            if rank_due is not None and now >= rank_due and self._queue.empty():
-                t = time.perf_counter()
-                pub = self._published
-                self._publish(pub.index.with_rank(*pub.index.global_rank()), complete=True)
-                self.timings["last_rank"] = time.perf_counter() - t
+            if rank_due is not None and now >= rank_due and ranker is None:
+                ranker = threading.Thread(target=self._rank, args=(self._published.index,),
+                                          name="steer-repomap-rank", daemon=True)
+                ranker.start()
                 rank_due = None
             if self._cache_dirty and now >= self._last_save + self.save_delay:
                 self._save()
             with self._cond:
-                self._pending -= taken
-                self._ranking = rank_due is not None
+                self._pending -= len(batches)
+                self._ranking = rank_due is not None or ranker is not None
                 self._cond.notify_all()
+        if ranker is not None:
+            ranker.join(timeout=30)
         if self._cache_dirty:
             self._save()
+
+    def _rank(self, snapshot: Index) -> None:
+        """The global rank of `snapshot`, in a thread of its own (seconds on a large tree),
+        so an update arriving meanwhile is applied at once. Its result comes back through
+        the queue: one thread publishes."""
+        t = time.perf_counter()
+        try:
+            rank, rows = snapshot.global_rank()
+        except Exception:
+            self._queue.put(_Ranked(snapshot, None, None))
+            return
+        self.timings["last_rank"] = time.perf_counter() - t
+        self._queue.put(_Ranked(snapshot, rank, rows))
+
+    def _merge_rank(self, done: _Ranked) -> bool:
+        """Publish a rank computed on an earlier index; True when files changed since (the
+        rank is then due again)."""
+        current = self._published.index
+        assert done.rank is not None and done.rows is not None
+        if current.files is done.snapshot.files:
+            self._publish(current.with_rank(done.rank, done.rows), complete=True)
+            return False
+        old, now = done.snapshot.files, current.files
+        rows = {p: r for p, r in done.rows.items() if now.get(p) is old.get(p)}
+        self._publish(current.with_rank(done.rank, rows), complete=True)
+        return True
 
     def _expand(self, paths: set[str], index: Index) -> set[str]:
         """Folders among `paths` (moved in, moved away, deleted) as the files in them."""

@@ -19,8 +19,9 @@ import math
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 
-from app.core.knowledge.pagerank import pagerank
+from app.core.knowledge.pagerank import pagerank_edges
 from app.core.knowledge.tags import Tags
 
 # (content key or None, (mtime_ns, size, inode), tags or None: listed by path only)
@@ -41,6 +42,7 @@ class Index:
     definers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> paths, sorted
     users: Mapping[str, int] = field(default_factory=dict)  # name -> files using it
     folders: Mapping[str, int] = field(default_factory=dict)  # folder ("" = top) -> files in it
+    basenames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # file name -> paths
     rank: Mapping[str, float] = field(default_factory=dict)  # global rank of tagged files
     order: tuple[str, ...] = ()  # tagged files by global rank, best first (may hold old paths)
     tagged: int = 0  # files with tags
@@ -53,11 +55,13 @@ class Index:
         definers: dict[str, list[str]] = {}
         users: dict[str, int] = {}
         folders: dict[str, int] = {}
+        basenames: dict[str, list[str]] = {}
         intern = sys.intern
         tagged = 0
         for path in sorted(entries):
             d = folder(path)
             folders[d] = folders.get(d, 0) + 1
+            basenames.setdefault(path.rpartition("/")[2], []).append(path)
             tags = entries[path][2]
             if tags is None:
                 continue
@@ -67,7 +71,8 @@ class Index:
             for name, _ in tags[1]:
                 users[name] = users.get(name, 0) + 1
         return cls(files=dict(entries), definers={k: tuple(v) for k, v in definers.items()},
-                   users=users, folders=folders, tagged=tagged)
+                   users=users, folders=folders, tagged=tagged,
+                   basenames={k: tuple(v) for k, v in basenames.items()})
 
     def changed(self, updates: Mapping[str, Entry | None]) -> Index:
         """This index with `updates` applied (None: the file is gone)."""
@@ -75,19 +80,27 @@ class Index:
         definers = dict(self.definers)
         users = dict(self.users)
         folders = dict(self.folders)
+        basenames = dict(self.basenames)
         tagged = self.tagged
         for path, entry in updates.items():
             old = files.get(path)
             old_tags = old[2] if old else None
             new_tags = entry[2] if entry else None
+            name = path.rpartition("/")[2]
             if old is not None and entry is None:
                 d = folder(path)
                 folders[d] -= 1
                 if not folders[d]:
                     del folders[d]
+                left = tuple(p for p in basenames.get(name, ()) if p != path)
+                if left:
+                    basenames[name] = left
+                else:
+                    basenames.pop(name, None)
             elif old is None and entry is not None:
                 d = folder(path)
                 folders[d] = folders.get(d, 0) + 1
+                basenames[name] = tuple(sorted((*basenames.get(name, ()), path)))
             tagged += (new_tags is not None) - (old_tags is not None)
             old_defs = {df[0] for df in old_tags[0]} if old_tags else set()
             new_defs = {df[0] for df in new_tags[0]} if new_tags else set()
@@ -115,7 +128,7 @@ class Index:
         for path in updates:
             rows.pop(path, None)
         return replace(self, files=files, definers=definers, users=users, folders=folders,
-                       tagged=tagged, rows=rows, memo={})
+                       basenames=basenames, tagged=tagged, rows=rows, memo={})
 
     def with_rank(self, rank: Mapping[str, float],
                   rows: Mapping[str, tuple[tuple[str, float], ...]] | None = None) -> Index:
@@ -124,11 +137,14 @@ class Index:
                        memo={})
 
     # -- the graph ----------------------------------------------------------------------
-    def weight(self, name: str, count: int) -> float:
-        """How much one file's use of `name` says about the files defining it: more for a
-        long specific name (snake_case, camelCase) and for a rarely used one, less for a
-        private name and for one defined all over."""
-        w = math.sqrt(count)
+    def weight(self, name: str, count: int = 1) -> float:
+        """How much one file's use of `name` (`count` times) says about the files defining
+        it: more for a long specific name (snake_case, camelCase) and for a rarely used one,
+        less for a private name and for one defined all over."""
+        return math.sqrt(count) * self._name_weight(name)
+
+    def _name_weight(self, name: str) -> float:
+        w = 1.0
         if len(name) >= 8 and ("_" in name.strip("_") or name != name.lower() != name.upper()):
             w *= 10.0
         if name.startswith("_"):
@@ -143,14 +159,15 @@ class Index:
             return ()
         acc: dict[str, float] = {}
         definers = self.definers
+        sqrt = math.sqrt
         for name, count in entry[2][1]:
             targets = definers.get(name)
             if not targets or len(targets) > TOO_COMMON:
                 continue
-            key = f"{count}:{name}"
-            w = weights.get(key)
-            if w is None:
-                w = weights[key] = self.weight(name, count)
+            wn = weights.get(name)
+            if wn is None:
+                wn = weights[name] = self._name_weight(name)
+            w = wn * sqrt(count)
             for t in targets:
                 if t != path:
                     acc[t] = acc.get(t, 0.0) + w
@@ -179,9 +196,19 @@ class Index:
         the builder calls it off the request path)."""
         rows = self.all_rows()
         paths = list(rows)
-        ids = {p: i for i, p in enumerate(paths)}
-        graph = [[(ids[t], w) for t, w in rows[p]] for p in paths]
-        return dict(zip(paths, pagerank(graph), strict=True)), rows
+        ids = {p: i for i, p in enumerate(paths)}.__getitem__
+        src: list[int] = []
+        dst: list[int] = []
+        weight: list[float] = []
+        for i, p in enumerate(paths):
+            row = rows[p]
+            if row:
+                targets, ws = zip(*row, strict=True)
+                src.extend(repeat(i, len(row)))
+                dst.extend(map(ids, targets))
+                weight.extend(ws)
+        ranks = pagerank_edges(len(paths), src, dst, weight)
+        return dict(zip(paths, ranks, strict=True)), rows
 
     def tags(self, path: str) -> Tags | None:
         entry = self.files.get(path)

@@ -1,14 +1,16 @@
 """PageRank, written here: the whole power iteration and a personalised push are some 50 lines,
 and the libraries that have them (networkx, scipy) would add ~40 MB and a graph copy of the
-repository for one function each. Both are deterministic: nodes and edges are visited in the
-order given, so one graph gives one vector, byte for byte, on every machine.
+repository for one function each. The power iteration does its arithmetic with numpy (already
+installed with llama-cpp-python); the push is plain Python, since it only touches the
+neighbourhood of a request. Both are deterministic: nodes and edges are visited in the order
+given, so one graph gives one vector, byte for byte, on a given machine.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from operator import mul, sub
+from itertools import repeat
 from typing import TypeVar
 
 N = TypeVar("N", bound=Hashable)
@@ -17,33 +19,45 @@ DAMPING = 0.85
 
 
 def pagerank(rows: Sequence[Sequence[tuple[int, float]]], *, damping: float = DAMPING,
-             iterations: int = 60, tol: float = 1e-8) -> list[float]:
+             iterations: int = 100, tol: float = 1e-7) -> list[float]:
     """The stationary vector of a random walk over `rows` (node i's out-edges as (j, weight),
     weights summing to 1), jumping to a uniform node with probability 1 - damping and from
-    nodes without out-edges. Sums to 1. Each step gathers a node's in-edges with map/sum, so
-    the per-edge work runs in C: ~20 ms a step for half a million edges."""
-    n = len(rows)
+    nodes without out-edges. Sums to 1."""
+    src: list[int] = []
+    dst: list[int] = []
+    weight: list[float] = []
+    for i, row in enumerate(rows):
+        if row:
+            targets, ws = zip(*row, strict=True)
+            src.extend(repeat(i, len(row)))
+            dst.extend(targets)
+            weight.extend(ws)
+    return pagerank_edges(len(rows), src, dst, weight, damping=damping, iterations=iterations,
+                          tol=tol)
+
+
+def pagerank_edges(n: int, src: Sequence[int], dst: Sequence[int], weight: Sequence[float], *,
+                   damping: float = DAMPING, iterations: int = 100, tol: float = 1e-7) -> list[float]:
+    """`pagerank` over edges given as three parallel lists (each node's out-weights summing
+    to 1). The edges go to numpy arrays once; a step is then a gather and a bincount: ~10 ms
+    for a million edges, against ~200 ms in Python."""
+    import numpy as np
+
     if n == 0:
         return []
-    sources: list[list[int]] = [[] for _ in range(n)]
-    weights: list[list[float]] = [[] for _ in range(n)]
-    for i, row in enumerate(rows):
-        for j, w in row:
-            sources[j].append(i)
-            weights[j].append(damping * w)
-    dangling = [i for i, row in enumerate(rows) if not row]
-    incoming = list(zip(sources, weights, strict=True))
-    rank = [1.0 / n] * n
+    s = np.asarray(src, dtype=np.int64)
+    d = np.asarray(dst, dtype=np.int64)
+    w = np.asarray(weight, dtype=np.float64) * damping
+    dangling = np.bincount(s, minlength=n) == 0
+    rank = np.full(n, 1.0 / n)
     for _ in range(iterations):
-        get = rank.__getitem__
-        lost = damping * sum(map(get, dangling))
-        base = (1.0 - damping + lost) / n
-        new = [sum(map(mul, map(get, src), ws)) + base for src, ws in incoming]
-        delta = sum(map(abs, map(sub, new, rank)))
+        jump = (1.0 - damping + damping * float(rank[dangling].sum())) / n
+        new = np.bincount(d, weights=rank[s] * w, minlength=n).astype(np.float64) + jump
+        delta = float(np.abs(new - rank).sum())
         rank = new
         if delta < tol:
             break
-    return rank
+    return [float(x) for x in rank]
 
 
 def push(seeds: dict[N, float], out: Callable[[N], Sequence[tuple[N, float]]], *,

@@ -11,7 +11,7 @@ files keep the order of the global rank the builder computed in the background.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.core.knowledge.index import TOO_COMMON, Index
@@ -44,17 +44,16 @@ def _code_like(word: str) -> bool:
         (word != word.lower() and word != word.upper() and not word.istitle())
 
 
-def named_paths(text: str, paths: Iterable[str]) -> list[str]:
-    """The files `text` names: by path (`pkg/cli.py`), path end (`cli.py`) or file name."""
-    tokens = {t.strip("./") for t in _PATHLIKE.findall(text)}
-    tokens = {t for t in tokens if t}
-    if not tokens:
-        return []
-    hits = []
-    for p in paths:
-        name = p.rpartition("/")[2]
-        if p in tokens or name in tokens or any(p.endswith("/" + t) for t in tokens if "/" in t):
-            hits.append(p)
+def named_paths(text: str, basenames: Mapping[str, Sequence[str]]) -> list[str]:
+    """The files `text` names: by path (`pkg/cli.py`), path end (`cli/main.py`) or file name
+    (`cli.py`). `basenames`: file name -> the paths with that name."""
+    hits = set()
+    for token in {t.strip("./") for t in _PATHLIKE.findall(text)}:
+        if not token:
+            continue
+        for p in basenames.get(token.rpartition("/")[2], ()):
+            if "/" not in token or p == token or p.endswith("/" + token):
+                hits.add(p)
     return sorted(hits)
 
 
@@ -125,7 +124,7 @@ class Ranking:
 
 def rank(index: Index, instruction: str, context: Iterable[str] = ()) -> Ranking:
     context = [p for p in dict.fromkeys(context) if p in index.files]
-    by_path = named_paths(instruction, index.files)
+    by_path = named_paths(instruction, index.basenames)
     by_name, by_word = named_definers(index, instruction)
     seeds: dict[str, float] = {}
     for p in by_path:
@@ -166,14 +165,16 @@ class PathIndex:
         self.paths = sorted(paths, key=lambda p: (p.count("/"), p))
         self.files = frozenset(self.paths)
         self.by_part: dict[str, list[str]] = {}
+        self.basenames: dict[str, list[str]] = {}
         for p in self.paths:
+            self.basenames.setdefault(p.rpartition("/")[2], []).append(p)
             for part in parts(p):
                 self.by_part.setdefault(part, []).append(p)
 
     def order(self, instruction: str, context: Iterable[str] = ()) -> Iterator[str]:
         """Named paths, then context files, then paths sharing word parts with the instruction
         (most shared first), then the rest, shallow first."""
-        named = named_paths(instruction, self.paths)
+        named = named_paths(instruction, self.basenames)
         wanted = {w for w in parts(instruction) if w not in STOPWORDS}
         score: dict[str, int] = {}
         for w in sorted(wanted):
