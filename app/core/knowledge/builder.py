@@ -160,7 +160,10 @@ class MapBuilder:
         self._git: GitRepo | None = None
         self._cache_dirty = False
         self._last_save = 0.0
-        self.timings: dict[str, float] = {}  # seconds: list, cache_load, parse, rank, ...
+        self._saver: threading.Thread | None = None
+        self._t0 = time.perf_counter()
+        self.timings: dict[str, float] = {}  # seconds: list, cache_load, stat, parse, index,
+        # total (launch -> complete map), ranked (launch -> first PageRank), last_update, ...
         self.parsed = 0  # files the first build read and parsed (not found in the cache)
 
     # -- the API the session, the UI and the tools call ----------------------------------
@@ -265,12 +268,13 @@ class MapBuilder:
             self._state = "failed"
             with self._cond:
                 self._pending = 0
+                self._ranking = False
                 self._cond.notify_all()
             return
         finally:
             self._ready.set()
         if not self._stop.is_set():
-            self._serve()
+            self._serve(rank_due=time.monotonic())
 
     def _build(self) -> None:
         t0 = time.perf_counter()
@@ -302,18 +306,21 @@ class MapBuilder:
         self.timings["parse"] = t4 - t3
         index = Index.build(entries)
         tagged = {p for p, e in entries.items() if e[2] is not None}
-        if todo or set(cached.rank) != tagged:
-            index = index.with_rank(*index.global_rank())
-        else:  # the rank the cache kept; the graph's rows are quicker made than loaded
-            index = index.with_rank(cached.rank, index.all_rows())
-        self.timings["index_rank"] = time.perf_counter() - t4
+        # Complete now: every file and definition, ranked for each request by its names and
+        # context. The global order of the rest is the cache's PageRank when nothing changed,
+        # else a one-step estimate until the rank thread's PageRank replaces it (moments later).
+        exact = not todo and set(cached.rank) == tagged
+        index = index.with_rank(cached.rank if exact else index.provisional_rank())
+        self.timings["index"] = time.perf_counter() - t4
         self.timings["total"] = time.perf_counter() - t0
         self._full_since = self._published.version + 1
         self._publish(index, complete=True)
         self._state = "ready"
+        self._t0 = t0
         self._cache_dirty = bool(todo) or set(cached.stats) != set(entries)
-        if self._cache_dirty:
-            self._save()
+        self._last_save = time.monotonic()  # the first save waits for the PageRank (or close)
+        with self._cond:
+            self._ranking = True  # _serve starts the rank thread at once
 
     def _reuse(self, paths: list[str], cached: Cached) -> tuple[dict[str, Entry], list[str]]:
         """Entries the cache vouches for (same stat as recorded), and the paths to read."""
@@ -352,8 +359,7 @@ class MapBuilder:
             progress(len(chunk))
         return out
 
-    def _serve(self) -> None:
-        rank_due: float | None = None
+    def _serve(self, rank_due: float | None = None) -> None:
         ranker: threading.Thread | None = None
         while not self._stop.is_set():
             now = time.monotonic()
@@ -401,7 +407,12 @@ class MapBuilder:
         if ranker is not None:
             ranker.join(timeout=30)
         if self._cache_dirty:
-            self._save()
+            self._save(wait=True)
+        elif self._saver is not None:
+            self._saver.join()
+        with self._cond:  # closed: nobody waits for what will not come
+            self._pending, self._ranking = 0, False
+            self._cond.notify_all()
 
     def _rank(self, snapshot: Index) -> None:
         """The global rank of `snapshot`, in a thread of its own (seconds on a large tree),
@@ -414,6 +425,7 @@ class MapBuilder:
             self._queue.put(_Ranked(snapshot, None, None))
             return
         self.timings["last_rank"] = time.perf_counter() - t
+        self.timings.setdefault("ranked", time.perf_counter() - self._t0)
         self._queue.put(_Ranked(snapshot, rank, rows))
 
     def _merge_rank(self, done: _Ranked) -> bool:
@@ -421,6 +433,7 @@ class MapBuilder:
         rank is then due again)."""
         current = self._published.index
         assert done.rank is not None and done.rows is not None
+        self._cache_dirty = self._cache_dirty or dict(done.rank) != dict(current.rank)
         if current.files is done.snapshot.files:
             self._publish(current.with_rank(done.rank, done.rows), complete=True)
             return False
@@ -523,14 +536,28 @@ class MapBuilder:
             out |= self._git.ignored([p for p in paths if p not in out])
         return out
 
-    def _save(self) -> None:
+    def _save(self, *, wait: bool = False) -> None:
+        """Write the cache from the published index, in a thread (a 50,000-file cache takes
+        about a second; updates must not queue behind it)."""
         self._last_save = time.monotonic()
         self._cache_dirty = False
         if self.cache is None:
             return
-        pub = self._published
-        with contextlib.suppress(OSError):
-            self.cache.save(pub.index.files, pub.index.rank)
+        if self._saver is not None and self._saver.is_alive():
+            if not wait:
+                self._cache_dirty = True  # the next round writes what this one missed
+                return
+            self._saver.join()
+        cache, index = self.cache, self._published.index
+
+        def write() -> None:
+            with contextlib.suppress(OSError):
+                cache.save(index.files, index.rank)
+
+        self._saver = threading.Thread(target=write, name="steer-repomap-save", daemon=True)
+        self._saver.start()
+        if wait:
+            self._saver.join()
 
     def _relative(self, path: str) -> str | None:
         p = str(path)

@@ -186,6 +186,24 @@ class Index:
                 row = self.memo[path] = self._row(path, {})
         return row
 
+    def provisional_rank(self) -> dict[str, float]:
+        """Until PageRank is computed: each file by how much the rest of the tree uses the
+        names it defines (a PageRank's first step from a uniform start, roughly). Fast: one
+        pass over the definitions."""
+        out: dict[str, float] = {}
+        for path, entry in self.files.items():
+            tags = entry[2]
+            if tags is None:
+                continue
+            score = 0.0
+            for name in {d[0] for d in tags[0]}:
+                n = len(self.definers.get(name, ()))
+                if 0 < n <= TOO_COMMON:
+                    score += self._name_weight(name) * self.users.get(name, 0) / n
+            out[path] = score
+        total = sum(out.values()) or 1.0
+        return {p: v / total for p, v in out.items()}
+
     def all_rows(self) -> dict[str, tuple[tuple[str, float], ...]]:
         """Every tagged file's row, computed now (a request then finds them ready)."""
         weights: dict[str, float] = {}
