@@ -35,7 +35,7 @@ from app.core.git.repository import GitRepo
 from app.core.knowledge import workers
 from app.core.knowledge.cache import Cached, TagCache, cache_dir
 from app.core.knowledge.delta import ADDED, CHANGED, DELETED, MapDelta, net, render_delta
-from app.core.knowledge.index import Entry, Index
+from app.core.knowledge.index import Entry, Index, Row
 from app.core.knowledge.rank import PathIndex, rank
 from app.core.knowledge.render import DEFAULT_BUDGET, RepoMap, render, render_paths
 from app.core.knowledge.tags import (
@@ -97,7 +97,7 @@ class _Ranked:
 
     snapshot: Index
     rank: dict[str, float] | None
-    rows: dict[str, tuple[tuple[str, float], ...]] | None
+    rows: dict[str, Row] | None
 
 
 def _chunks(root: str, todo: list[str]) -> list[list[str]]:
@@ -306,11 +306,13 @@ class MapBuilder:
         self.timings["parse"] = t4 - t3
         index = Index.build(entries)
         tagged = {p for p, e in entries.items() if e[2] is not None}
-        # Complete now: every file and definition, ranked for each request by its names and
-        # context. The global order of the rest is the cache's PageRank when nothing changed,
-        # else a one-step estimate until the rank thread's PageRank replaces it (moments later).
+        # Complete now: every file and definition, and the graph's rows, so a request ranks by
+        # its names and context at once. The global order of the rest is the cache's PageRank
+        # when nothing changed, else a one-step estimate until the rank thread's PageRank
+        # replaces it (moments later: its rows are these).
         exact = not todo and set(cached.rank) == tagged
-        index = index.with_rank(cached.rank if exact else index.provisional_rank())
+        index = index.with_rank(cached.rank if exact else index.provisional_rank(),
+                                index.all_rows(), exact=True)  # no request makes a row
         self.timings["index"] = time.perf_counter() - t4
         self.timings["total"] = time.perf_counter() - t0
         self._full_since = self._published.version + 1
@@ -435,7 +437,7 @@ class MapBuilder:
         assert done.rank is not None and done.rows is not None
         self._cache_dirty = self._cache_dirty or dict(done.rank) != dict(current.rank)
         if current.files is done.snapshot.files:
-            self._publish(current.with_rank(done.rank, done.rows), complete=True)
+            self._publish(current.with_rank(done.rank, done.rows, exact=True), complete=True)
             return False
         old, now = done.snapshot.files, current.files
         rows = {p: r for p, r in done.rows.items() if now.get(p) is old.get(p)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 import sys
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -26,6 +27,10 @@ from app.core.knowledge.tags import Tags
 
 # (content key or None, (mtime_ns, size, inode), tags or None: listed by path only)
 Entry = tuple[str | None, tuple[int, int, int], Tags | None]
+
+# a file's out-edges: the files it uses, and their weights (summing to 1) packed as doubles
+Row = tuple[tuple[str, ...], array]
+EMPTY_ROW: Row = ((), array("d"))
 
 MANY_DEFINERS = 5  # a name defined in more files than this says little about any of them
 MAX_ROW = 48  # out-edges kept per file, the strongest
@@ -46,8 +51,9 @@ class Index:
     rank: Mapping[str, float] = field(default_factory=dict)  # global rank of tagged files
     order: tuple[str, ...] = ()  # tagged files by global rank, best first (may hold old paths)
     tagged: int = 0  # files with tags
-    rows: Mapping[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)  # graph rows
-    memo: dict[str, tuple[tuple[str, float], ...]] = field(default_factory=dict, compare=False)
+    rows: Mapping[str, Row] = field(default_factory=dict)  # graph rows
+    memo: dict[str, Row] = field(default_factory=dict, compare=False)
+    rows_exact: bool = False  # `rows` were made from this very index (not carried over)
 
     @classmethod
     def build(cls, entries: Mapping[str, Entry]) -> Index:
@@ -128,13 +134,17 @@ class Index:
         for path in updates:
             rows.pop(path, None)
         return replace(self, files=files, definers=definers, users=users, folders=folders,
-                       basenames=basenames, tagged=tagged, rows=rows, memo={})
+                       basenames=basenames, tagged=tagged, rows=rows, memo={}, rows_exact=False)
 
     def with_rank(self, rank: Mapping[str, float],
-                  rows: Mapping[str, tuple[tuple[str, float], ...]] | None = None) -> Index:
+                  rows: Mapping[str, Row] | None = None, *,
+                  exact: bool = False) -> Index:
+        """This index ordered by `rank`; `rows`: the graph's rows (`exact`: made from this
+        index's own tables)."""
         order = tuple(sorted(rank, key=lambda p: (-round(rank[p], 12), p)))
-        return replace(self, rank=rank, order=order, rows=self.rows if rows is None else rows,
-                       memo={})
+        if rows is None:
+            return replace(self, rank=rank, order=order, memo={})
+        return replace(self, rank=rank, order=order, rows=rows, memo={}, rows_exact=exact)
 
     # -- the graph ----------------------------------------------------------------------
     def weight(self, name: str, count: int = 1) -> float:
@@ -153,10 +163,10 @@ class Index:
             w *= 0.1
         return w * math.log((self.tagged + 1) / (self.users.get(name, 0) + 1) + 1.0)
 
-    def _row(self, path: str, weights: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    def _row(self, path: str, weights: dict[str, float]) -> Row:
         entry = self.files.get(path)
         if entry is None or entry[2] is None:
-            return ()
+            return EMPTY_ROW
         acc: dict[str, float] = {}
         definers = self.definers
         sqrt = math.sqrt
@@ -174,9 +184,12 @@ class Index:
         if len(acc) > MAX_ROW:  # the strongest links say it; the long tail only costs
             acc = dict(heapq.nsmallest(MAX_ROW, acc.items(), key=lambda kv: (-kv[1], kv[0])))
         total = sum(acc.values())
-        return tuple((t, w / total) for t, w in sorted(acc.items())) if total else ()
+        if not total:
+            return EMPTY_ROW
+        ordered = sorted(acc)
+        return tuple(ordered), array("d", (acc[t] / total for t in ordered))
 
-    def out(self, path: str) -> tuple[tuple[str, float], ...]:
+    def out(self, path: str) -> list[tuple[str, float]]:
         """The files `path` uses (they define a name it uses), with weights summing to 1.
         Rows come from the last global rank where the file has not changed since."""
         row = self.rows.get(path)
@@ -184,7 +197,7 @@ class Index:
             row = self.memo.get(path)
             if row is None:
                 row = self.memo[path] = self._row(path, {})
-        return row
+        return list(zip(row[0], row[1], strict=True))
 
     def provisional_rank(self) -> dict[str, float]:
         """Until PageRank is computed: each file by how much the rest of the tree uses the
@@ -204,25 +217,24 @@ class Index:
         total = sum(out.values()) or 1.0
         return {p: v / total for p, v in out.items()}
 
-    def all_rows(self) -> dict[str, tuple[tuple[str, float], ...]]:
+    def all_rows(self) -> dict[str, Row]:
         """Every tagged file's row, computed now (a request then finds them ready)."""
         weights: dict[str, float] = {}
         return {p: self._row(p, weights) for p in sorted(self.files) if self.files[p][2] is not None}
 
-    def global_rank(self) -> tuple[dict[str, float], dict[str, tuple[tuple[str, float], ...]]]:
+    def global_rank(self) -> tuple[dict[str, float], dict[str, Row]]:
         """PageRank over the tagged files, and every file's row (seconds on a large tree:
         the builder calls it off the request path)."""
-        rows = self.all_rows()
+        rows = dict(self.rows) if self.rows_exact else self.all_rows()
         paths = list(rows)
         ids = {p: i for i, p in enumerate(paths)}.__getitem__
         src: list[int] = []
         dst: list[int] = []
         weight: list[float] = []
         for i, p in enumerate(paths):
-            row = rows[p]
-            if row:
-                targets, ws = zip(*row, strict=True)
-                src.extend(repeat(i, len(row)))
+            targets, ws = rows[p]
+            if targets:
+                src.extend(repeat(i, len(targets)))
                 dst.extend(map(ids, targets))
                 weight.extend(ws)
         ranks = pagerank_edges(len(paths), src, dst, weight)

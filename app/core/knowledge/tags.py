@@ -20,6 +20,7 @@ import hashlib
 import os
 import re
 import stat
+import sys
 from collections import Counter
 from functools import cache, lru_cache
 from typing import Any
@@ -91,7 +92,9 @@ def _uses(data: bytes) -> tuple[tuple[str, int], ...]:
     """The identifiers a file mentions and how often (code, comments and strings alike: a
     name mentioned is a name used, for ranking), without the short ones and keywords."""
     counts = Counter(_IDENT.findall(data.decode("utf-8", "replace")))
-    return tuple(sorted((k, n) for k, n in counts.items() if len(k) >= 3 and k not in KEYWORDS))
+    intern = sys.intern  # one string per name across files (marshal keeps them interned)
+    return tuple(sorted((intern(k), n) for k, n in counts.items()
+                        if len(k) >= 3 and k not in KEYWORDS))
 
 
 def _tree_sitter(lang: str, data: bytes) -> Tags:
@@ -109,7 +112,7 @@ def _tree_sitter(lang: str, data: bytes) -> Tags:
             if not n.text:
                 continue
             row = n.start_point[0]
-            name = n.text.decode("utf-8", "replace")
+            name = sys.intern(n.text.decode("utf-8", "replace"))
             if (row, name) not in defs:
                 defs[(row, name)] = (name, row + 1, kind, _line_text(data, n.start_byte))
     return tuple(defs[k] for k in sorted(defs)), _uses(data)
