@@ -55,6 +55,23 @@ def main(argv: list[str]) -> int:
     m.add_argument("--trials", type=int, default=6)
     m.add_argument("--max-tokens", type=int, default=64)
     m.add_argument("--model-path", help="another GGUF")
+    x = sub.add_parser("context", help="the repository map vs aider's, on the standard library "
+                       "and a generated tree: cold/warm build, update, request wait, recall")
+    x.add_argument("--files", type=int, default=50_000, help="files in the generated tree")
+    x.add_argument("--instructions", type=int, default=50)
+    x.add_argument("--budget", type=int, default=1500, help="map tokens (aider: --map-tokens)")
+    x.add_argument("--trees", default="stdlib,generated")
+    x.add_argument("--stdlib", help="another standard library folder")
+    x.add_argument("--updates", type=int, default=10, help="single-file updates timed")
+    x.add_argument("--no-aider", action="store_true", help="steer only")
+    x.add_argument("--aider-version", default="0.86.2")
+    x.add_argument("--aider-recall", type=int, default=50,
+                   help="instructions to rank with aider's RepoMap too (0: none)")
+    x.add_argument("--aider-recall-cap", type=float, default=600.0,
+                   help="seconds aider's recall may take per tree")
+    x.add_argument("--nice", type=int, default=0, help="the map's worker processes' niceness: "
+                   "0, aider's own, by default (the app runs them at 10, below its UI; on an "
+                   "idle machine that changes nothing)")
     args = p.parse_args(argv)
     result: dict
     if args.which == "model":
@@ -82,6 +99,13 @@ def main(argv: list[str]) -> int:
         result = task.run(quick=args.quick, formats=args.formats.split(","),
                           backends=args.backends.split(","), rate=args.rate,
                           model_path=args.model_path, rows=args.rows)
+    elif args.which == "context":
+        from app.bench import context
+        result = context.run(files=args.files, n_instructions=args.instructions,
+                             budget=args.budget, aider=not args.no_aider,
+                             aider_version=args.aider_version, aider_recall=args.aider_recall,
+                             aider_recall_cap=args.aider_recall_cap, stdlib=args.stdlib,
+                             updates=args.updates, trees=args.trees, nice=args.nice)
     elif args.which == "cas":
         from app.bench import cas
         result = cas.run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)

@@ -1,0 +1,320 @@
+"""The read-only look-ups a model makes itself: `read` a file (or some of its lines), `grep`
+the tree, `list` a folder, answered from the working tree as it is on disk now.
+
+The same path rules as a write (Workspace.check_path: nothing outside the root, no symlink
+leading out, nothing in .git/), and more, since reading is what a model can be tricked into
+asking for: a file .gitignore excludes, or one that looks like a secret (secret_files.py), is
+refused with a reason the model can read, unless the caller says the user added it to the
+context. Every answer is bounded (lines, bytes, matches, entries) and says so when it was
+cut, and carries its token estimate so the caller can budget the conversation.
+
+Every method blocks (disk, and `git check-ignore` in a repository): a caller on an event
+loop runs it in a thread. `grep` takes a model's regular expression to Python's `re`, so it
+searches at most `grep_line_chars_searched` characters of a line: a pathological pattern
+costs per line, not per file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from app.core.disk.workspace import PathRefused, Workspace
+from app.core.git.files import list_files
+from app.core.git.repository import GitRepo
+from app.core.knowledge.render import estimate_tokens
+from app.core.knowledge.secret_files import SECRET_NAMES, holds_key, refusal, secret_name
+from app.core.text.textfile import NotText, decode
+
+
+@dataclass(frozen=True)
+class Limits:
+    read_lines: int = 400
+    read_bytes: int = 24_000
+    grep_matches: int = 100
+    grep_bytes: int = 16_000
+    grep_line_chars: int = 200  # a matching line is shown up to this
+    grep_line_chars_searched: int = 4_000
+    grep_file_bytes: int = 1 << 20  # bigger files are not searched (and the answer says so)
+    list_entries: int = 300
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the model reads (`text`, with `tokens` its estimate), and the same facts for the
+    caller. `reason` is set when the look-up was refused or failed; `text` then says why."""
+
+    text: str
+    tokens: int
+    reason: str | None = None
+    truncated: bool = False
+    path: str | None = None
+    lines: tuple[str, ...] = ()  # read: the exact lines returned, without terminators
+    first_line: int = 0  # read: the number of lines[0]
+    matches: tuple[tuple[str, int, str], ...] = ()  # grep: (path, line number, line)
+    entries: tuple[str, ...] = field(default=())  # list: names, folders ending in "/"
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def _answer(text: str, **kw: object) -> Answer:
+    return Answer(text, estimate_tokens(text), **kw)  # type: ignore[arg-type]
+
+
+def _refused(reason: str, path: str | None = None) -> Answer:
+    return _answer(reason, reason=reason, path=path)
+
+
+class Lookup:
+    def __init__(self, root: str | os.PathLike[str], *, key_values: Sequence[str] = (),
+                 files: Callable[[], Iterable[str]] | None = None, limits: Limits = Limits(),
+                 secret_names: Sequence[str] = SECRET_NAMES) -> None:
+        """`key_values`: the configured API keys (a file holding one is refused). `files`: the
+        tree's files, not ignored (default: git ls-files, or a walk outside a repository;
+        pass the map builder's `files` to share its list)."""
+        self.ws = Workspace(root)
+        self.root = self.ws.root
+        self.key_values = tuple(k for k in key_values if k)
+        self.limits = limits
+        self.secret_names = tuple(secret_names)
+        self._files = files or (lambda: list_files(self.root))
+        self._git = GitRepo.open(self.root)
+
+    def close(self) -> None:
+        if self._git is not None:
+            self._git.close()
+
+    def __enter__(self) -> Lookup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- rules ---------------------------------------------------------------------------
+    def _ignored(self, rel: str) -> bool:
+        return self._git is not None and rel in self._git.ignored([rel])
+
+    def _name_refusal(self, rel: str) -> str | None:
+        if self._ignored(rel):
+            return (f"refused {rel}: .gitignore excludes it, so it is not part of the project's "
+                    "files; the user can add it to the context if it should be shared.")
+        pattern = secret_name(rel, self.secret_names)
+        return refusal(rel, pattern=pattern) if pattern else None
+
+    def _folder(self, raw: str) -> str:
+        """`raw` as a folder inside the workspace ("" for the root), by the rules of
+        Workspace.check_path; PathRefused otherwise."""
+        p = raw.strip().strip("`'\"").strip()
+        if p in ("", ".", "./", "/"):
+            return ""
+        if "\0" in p or "\\" in p or p.startswith(("/", "~")) or (len(p) > 1 and p[1] == ":"):
+            raise PathRefused(f"refused {p}: not a folder inside the workspace")
+        parts = [s for s in PurePosixPath(p).parts if s != "."]
+        if ".." in parts:
+            raise PathRefused(f"refused {p}: '..' leads outside the workspace")
+        if any(s.lower() == ".git" for s in parts):
+            raise PathRefused(f"refused {p}: steer never reads inside .git/")
+        full = os.path.realpath(self.root / "/".join(parts))
+        if os.path.commonpath([full, self.root]) != str(self.root):
+            raise PathRefused(f"refused {p}: a symlink leads outside the workspace")
+        rel = os.path.relpath(full, self.root)
+        if rel == ".":
+            return ""
+        if any(s.lower() == ".git" for s in Path(rel).parts):
+            raise PathRefused(f"refused {p}: a symlink leads into .git/")
+        if not os.path.isdir(full):
+            raise PathRefused(f"{p} is not a folder")
+        return rel.replace(os.sep, "/")
+
+    # -- read ----------------------------------------------------------------------------
+    def read(self, path: str, start: int | None = None, end: int | None = None, *,
+             user_added: bool = False) -> Answer:
+        """Lines `start`..`end` (1-based, inclusive; default: from the top, as many as the
+        limits allow) of a text file."""
+        try:
+            rel = self.ws.check_path(path)
+        except PathRefused as exc:
+            return _refused(str(exc))
+        if not user_added and (why := self._name_refusal(rel)):
+            return _refused(why, rel)
+        try:
+            got = self.ws.read_file(rel)
+        except PathRefused as exc:
+            return _refused(str(exc), rel)
+        except OSError as exc:
+            return _refused(f"could not read {rel}: {exc.strerror}", rel)
+        if got.data is None:
+            return _refused(f"{rel} does not exist", rel)
+        if not user_added and holds_key(got.data, self.key_values):
+            return _refused(refusal(rel, key=True), rel)
+        try:
+            lines, _ = decode(got.data, rel)
+        except NotText as exc:
+            return _refused(str(exc), rel)
+        total = len(lines)
+        if total == 0:
+            return _answer(f"{rel} is empty", path=rel)
+        first = max(1, start or 1)
+        if first > total:
+            return _refused(f"{rel} has {total} lines; there is no line {first}", rel)
+        last = min(total, end if end is not None else total)
+        if last < first:
+            return _refused(f"asked for lines {first}-{last} of {rel}: the end is before the start", rel)
+        lim = self.limits
+        out: list[str] = []
+        size = 0
+        for i in range(first, last + 1):
+            line = lines[i - 1]
+            size += len(line.encode("utf-8", "surrogateescape")) + len(str(i)) + 3
+            if len(out) >= lim.read_lines or (out and size > lim.read_bytes):
+                break
+            out.append(line)
+        shown_last = first + len(out) - 1
+        body = "".join(f"{first + k}: {line}\n" for k, line in enumerate(out))
+        head = f"{rel} lines {first}-{shown_last} of {total}:\n"
+        cut = shown_last < last
+        note = (f"[cut at line {shown_last} (limit: {lim.read_lines} lines or "
+                f"{lim.read_bytes:,} bytes); read on with start={shown_last + 1}]\n") if cut else ""
+        return _answer(head + body + note, path=rel, lines=tuple(out), first_line=first,
+                       truncated=cut)
+
+    # -- grep ----------------------------------------------------------------------------
+    def grep(self, pattern: str, glob: str | None = None, *,
+             user_added: Collection[str] = ()) -> Answer:
+        """Lines matching the regular expression `pattern` (Python syntax) in the tree's files
+        (`glob`: only paths or file names matching it, e.g. "*.py" or "app/*"), in path
+        order."""
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            return _refused(f"not a valid regular expression ({exc}): {pattern!r}")
+        lim = self.limits
+        allowed = set(user_added)
+        paths = sorted(set(self._files()) | allowed)
+        if glob:
+            paths = [p for p in paths if fnmatch.fnmatchcase(p, glob)
+                     or fnmatch.fnmatchcase(p.rpartition("/")[2], glob)]
+        skipped = {"secret-looking": 0, "binary": 0, "too big": 0, "symlinked": 0}
+        found: list[tuple[str, int, str]] = []
+        out: list[str] = []
+        size = 0
+        files_hit = 0
+        cut = False
+        searched = 0
+        for rel in paths:
+            if rel not in allowed and secret_name(rel, self.secret_names):
+                skipped["secret-looking"] += 1
+                continue
+            try:
+                got = self.ws.read(rel)
+            except (PathRefused, OSError):
+                continue
+            if got.link is not None:
+                skipped["symlinked"] += 1  # its target is searched under its own name
+                continue
+            data = got.data
+            if data is None:
+                continue
+            if len(data) > lim.grep_file_bytes:
+                skipped["too big"] += 1
+                continue
+            if b"\0" in data[:8192]:
+                skipped["binary"] += 1
+                continue
+            if rel not in allowed and holds_key(data, self.key_values):
+                skipped["secret-looking"] += 1
+                continue
+            searched += 1
+            hit = False
+            for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                if not regex.search(line, 0, lim.grep_line_chars_searched):
+                    continue
+                shown = line if len(line) <= lim.grep_line_chars else line[:lim.grep_line_chars] + "…"
+                row = f"{rel}:{n}: {shown}\n"
+                if len(found) >= lim.grep_matches or size + len(row) > lim.grep_bytes:
+                    cut = True
+                    break
+                hit = True
+                found.append((rel, n, line))
+                out.append(row)
+                size += len(row)
+            files_hit += hit
+            if cut:
+                break
+        notes = []
+        if cut:
+            notes.append(f"[stopped at {len(found)} matches in {files_hit} files (limit: "
+                         f"{lim.grep_matches} matches or {lim.grep_bytes:,} bytes); narrow the "
+                         "pattern or pass a glob]")
+        skips = ", ".join(f"{n} {what}" for what, n in skipped.items() if n)
+        if skips:
+            notes.append(f"[not searched: {skips} files]")
+        head = (f"{len(found)} matches for {pattern!r}" + (f" in {glob}" if glob else "")
+                + f" ({searched} files searched):\n")
+        if not found and not cut:
+            head = f"no match for {pattern!r}" + (f" in {glob}" if glob else "") + \
+                f" ({searched} files searched)\n"
+        text = head + "".join(out) + "".join(n + "\n" for n in notes)
+        return _answer(text, truncated=cut, matches=tuple(found))
+
+    # -- list ----------------------------------------------------------------------------
+    def list(self, folder: str = "") -> Answer:
+        """The files and folders directly in `folder` (files .gitignore excludes are not
+        listed; secret-looking ones are, marked as not readable)."""
+        try:
+            rel = self._folder(folder)
+        except PathRefused as exc:
+            return _refused(str(exc))
+        prefix = rel + "/" if rel else ""
+        files: list[str] = []
+        folders: dict[str, int] = {}
+        for p in self._files():
+            if not p.startswith(prefix):
+                continue
+            rest = p[len(prefix):]
+            head, sep, _ = rest.partition("/")
+            if sep:
+                folders[head] = folders.get(head, 0) + 1
+            else:
+                files.append(rest)
+        entries = [f"{d}/" for d in sorted(folders)] + sorted(files)
+        lim = self.limits
+        shown = entries[:lim.list_entries]
+        rows = []
+        for e in shown:
+            if e.endswith("/"):
+                n = folders[e[:-1]]
+                rows.append(f"{e} ({n} file{'s' if n != 1 else ''})")
+                continue
+            path = prefix + e
+            try:
+                st = os.stat(self.root / path, follow_symlinks=False)
+                what = "a symlink" if stat.S_ISLNK(st.st_mode) else _size(st.st_size)
+            except OSError:
+                what = "missing"
+            if secret_name(path, self.secret_names):
+                what += ", secret-looking: not readable"
+            rows.append(f"{e} ({what})")
+        name = rel + "/" if rel else "the workspace root"
+        head = f"{name}: {len(folders)} folders, {len(files)} files\n"
+        if not entries:
+            head = f"{name}: no files (or only files .gitignore excludes)\n"
+        cut = len(entries) > len(shown)
+        note = f"[{len(entries) - len(shown)} more entries not shown]\n" if cut else ""
+        text = head + "".join(r + "\n" for r in rows) + note
+        return _answer(text, path=rel, truncated=cut, entries=tuple(shown))
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / 1024 / 1024:.1f} MB"
