@@ -77,6 +77,7 @@ class TurnRec(BaseModel):
     bases: list[Snap] | None = None  # set: this turn starts a new change set
     steered_at: int | None = None
     time: float = 0.0
+    map: list[str] = []  # repository map items sent before `content` (app/core/knowledge)
 
 
 class Text(BaseModel):

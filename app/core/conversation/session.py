@@ -1,11 +1,9 @@
 """A conversation about one change set: turns, prompts, steering, queued follow-ups.
 
-A change set is a PendingDiff over bases snapshotted when its first request was made. While
-it still has undecided hunks, every new message (a redirect, a follow-up) continues the same
-change set: the model sees its own previous answer and the user's decisions, and its new
-edits land in the same pending diff. Once everything is decided, the next message starts a
-new change set on fresh snapshots of the disk.
-"""
+A change set is a PendingDiff over bases snapshotted at its first request. While it has
+undecided hunks, a new message (redirect, follow-up) continues it: the model sees its answer
+and the user's decisions, and new edits land in the same pending diff. Once everything is
+decided, the next message starts a new change set on fresh snapshots of the disk."""
 
 from __future__ import annotations
 
@@ -52,6 +50,7 @@ from app.core.edits.formats import fragments, make_parser
 from app.core.edits.formats.base import StreamParser
 from app.core.edits.hunks import DECIDED, EditError, Resolver
 from app.core.events import (
+    LOOKUP_EVENTS,
     Error,
     Event,
     FileEdit,
@@ -60,6 +59,7 @@ from app.core.events import (
     Retrying,
     TextDelta,
 )
+from app.core.knowledge.service import Knowledge
 from app.core.provider import Provider, Request
 
 __all__ = ["ContextError", "Session", "Turn", "TurnState", "end_record", "restore_end"]
@@ -86,14 +86,14 @@ class Session:
         self._data_signalled = False
         self.pending: PendingDiff | None = None
         self.review: Review | None = None
-        self.history: list[dict[str, str]] = []
+        self.history: list[dict] = []
         self.turns: list[Turn] = []
         self.queue: list[str] = []
         self._task: asyncio.Task[None] | None = None
         self._parser: StreamParser | None = None  # the answer streaming now
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
-        self._messages: list[dict[str, str]] = []  # the request now streaming
+        self._messages: list[dict] = []  # the request now streaming
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
         self.journal = Journal.for_workspace(ws)
         # one write at a time (accept, undo), shared with the live rebase (app/core/git/sync.py)
@@ -103,6 +103,9 @@ class Session:
         self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
         self.rejections: list[str] = []  # earlier change sets' rejected proposals, and why
         self._resolver: Resolver = ws  # what the pending diff reads bases through
+        # the repository map and look-ups (knowledge/service.py), the map version sent
+        self.knowledge: Knowledge | None = None
+        self._map: int | None = None
 
     # -- context (app/core/conversation/context.py) -------------------------------------------
     @property
@@ -127,12 +130,15 @@ class Session:
         return self.files.tokens(rel, outline=outline)
 
     def budget(self, draft: str = "") -> budgets.Budget:
-        """The next request's size against the model's context window. A follow-up carries
-        the conversation so far; a new question the context files."""
+        """The next request's size against the window: a follow-up's conversation, or a new
+        question's context files and map."""
         fmt = self.fmt if self.turn else self.fmt_choice
         follow = self._open_change_set()
-        sent = [prompts.system_prompt(fmt), draft, *(m["content"] for m in self.history if follow)]
-        return self.files.budget(sent, self.provider.context_window, files=not follow)
+        sent = [prompts.system_prompt(fmt), draft, *(m.get("content") or "" for m in self.history
+                                                     if follow)]
+        b = self.files.budget(sent, self.provider.context_window, files=not follow)
+        b.used += self.knowledge.budget(self.provider) if self.knowledge and not follow else 0
+        return b
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -149,8 +155,7 @@ class Session:
 
     @property
     def streaming(self) -> bool:
-        """An answer is coming. False as soon as it is interrupted (the turn settles at once),
-        even while the cancelled task still unwinds."""
+        """An answer is coming (False once interrupted, while the cancelled task unwinds)."""
         turn = self.turn
         return (self._task is not None and not self._task.done() and turn is not None
                 and turn.live)
@@ -203,8 +208,7 @@ class Session:
 
     @property
     def failed(self) -> Turn | None:
-        """The last request, when it failed before any answer text arrived: the one a retry
-        sends again (and whose instruction the prompt gets back)."""
+        """The last request, failed before any answer text: the one a retry sends again."""
         turn = self.turn
         return turn if turn is not None and turn.failed and not self.streaming else None
 
@@ -230,9 +234,8 @@ class Session:
                 await asyncio.shield(self._task)
 
     def redirect(self, instruction: str) -> Turn:
-        """Stop the running answer and continue from it with a new instruction; decisions
-        already made are kept and the model is told about them. A back-end that steers
-        natively cuts the answer itself and goes on without a new request."""
+        """Stop the running answer and continue from it with a new instruction (decisions kept
+        and told); a back-end that steers natively cuts it and goes on, no new request."""
         turn = self.turn
         if (self.provider.capabilities.native_steer and self._steering is None
                 and turn is not None and turn.state == "streaming" and self.streaming):
@@ -295,10 +298,11 @@ class Session:
                turn: Turn | None = None, content: str | None = None,
                events: AsyncIterator[Event] | None = None) -> Turn:
         previous = self.turn
-        caps = self.provider.capabilities
+        caps, know = self.provider.capabilities, self.knowledge
         snapshots: list[Snapshot] | None = None
-        if kind == "ask":
-            snapshots = self.files.snapshots()
+        if kind == "ask":  # with the files the instruction names (service.py: `named`)
+            snapshots = self.files.snapshots() + self.files.now(
+                know.named(instruction, self.context) if know is not None else ())
             fmt, self.fmt_reason, content = prompts.opening(
                 instruction, snapshots, self.files.outlines(snapshots), caps,
                 self.provider.model, self.fmt_choice, rejected=self._rejected_so_far(),
@@ -316,14 +320,17 @@ class Session:
         turn = turn or Turn(instruction, kind)
         bases = snapshots if snapshots is not None else self._snapshots
         prefill = prompts.prefill(fmt, bases) if caps.prefill else ""
+        repo_map, self._map = know.items(kind == "ask" and not self._continues(), self._map,
+                                         instruction, bases, self.provider) if know else ([], None)
         rec = TurnRec(kind=kind, instruction=instruction, content=content, fmt=fmt,
                       agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
-                      time=time.time())
+                      time=time.time(), map=repo_map)
         self._open_turn(rec, turn, snapshots)
         req = prompts.request(self._messages, caps, self.provider.model, fmt, bases,
                               first=kind == "ask", prefill=prefill, max_tokens=self.max_tokens,
-                              temperature=self.temperature, context=list(self.context))
+                              temperature=self.temperature, context=list(self.context),
+                              tools=know.offer() if know is not None else (None, 0))
         assert self._parser is not None  # _open_turn made this answer's parser
         self._task = asyncio.get_running_loop().create_task(
             self._run(turn, req, self._parser, events))
@@ -352,6 +359,7 @@ class Session:
         self.pending.removal_asked = fragments.asks_removal(rec.instruction)
         messages = [{"role": "user", "content": rec.content}] if rec.agent else [
             {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
+            *({"role": "user", "content": m} for m in rec.map),
             {"role": "user", "content": rec.content}]
         turn.prose_from = len(self.pending.prose)
         turn.pending, turn.pturn = self.pending, self.pending.turn
@@ -366,21 +374,18 @@ class Session:
             self._feed(turn, rec.prefill)
 
     def _continues(self) -> bool:
-        """A new change set keeps the conversation when the last answer was cut short: what
-        it said stays what it is, an interrupted answer, never silently dropped."""
+        """A new change set keeps the conversation after an answer cut short (never dropped)."""
         previous = self.turn
         return previous is not None and previous.state in ("interrupted", "error")
 
     def _rejected_so_far(self) -> list[str]:
-        """The rejections a new change set must not forget: earlier ones, then the ones of
-        the change set it replaces (with the user's reasons)."""
+        """Rejections a new change set keeps: earlier ones, then its predecessor's (and why)."""
         pending = self.pending
         fresh = prompts.rejected_lines(pending.hunks) if pending is not None else []
         return (self.rejections + fresh)[-prompts.REJECTIONS_KEPT:]
 
     def _feed(self, turn: Turn, text: str) -> None:
-        """Text of the answer `turn` that did not come from the back-end now (a prefill, or
-        the text a resume reads back), through the answer's parser."""
+        """Text of `turn` not from the back-end now (a prefill, a resume's), through the parser."""
         assert self.pending is not None and self._parser is not None  # a turn is open
         turn.chunks.append(text)
         turn.size += len(text)
@@ -405,6 +410,9 @@ class Session:
                     pending.feed(parser.feed(ev.text))
                     if log is not None:  # after the feed: a base it read is logged first
                         log.text(ev.text)
+                    self.wake()
+                elif type(ev) in LOOKUP_EVENTS and self.knowledge is not None:
+                    self.knowledge.handle(turn, ev, self.context)  # type: ignore[arg-type]
                     self.wake()
                 elif type(ev) in AGENT_EVENTS:
                     if type(ev) is FileEdit:
@@ -440,20 +448,20 @@ class Session:
         # the conversation continues from whatever the model managed to say; a request that
         # failed before it said anything never reached the conversation (a retry sends it
         # again, and the model must not see it twice)
-        if not turn.failed:
-            self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
+        if not turn.failed:  # with what the look-ups added, as they were sent
+            items, said = self.knowledge.exchange(turn) if self.knowledge else ([], 0)
+            self.history = [*self._messages[1:], *items,
+                            {"role": "assistant", "content": turn.text[said:]}]
         if self.log is not None:
             self.saving.save(end_record(turn))
             self.saving.save_lists()
 
     # -- the log (app/core/conversation/log.py): what each record does ---------------------
     def apply(self, rec: Record) -> None:
-        """Take a record of the session's log in: the one place that says what each record
-        does. A resume applies the log's records in order (`replay`), through the code that
-        made them; live, a record made outside the session (the files a rewind took out,
-        the end of an answer a kill cut short, the lists the UI edits) is applied, and saved.
-        Meta, Base and Rewind records do nothing here: the store writes the header, a replay
-        reads the bases in order (store.ReplayResolver), a rewind is folded away (fold)."""
+        """Take a record of the log in: the one place that says what each record does. A resume
+        applies the log in order (`replay`) through the code that made it; live, a record made
+        outside the session (a rewind's files, an answer a kill cut, the UI's lists) is applied
+        and saved. Meta, Base and Rewind do nothing here (store header, ReplayResolver, fold)."""
         turn, pending = self.turn, self.pending
         match rec:
             case TurnRec():  # saved as it opens (before the bases its prefill reads)
@@ -496,9 +504,8 @@ class Session:
         self.saving.save(rec)
 
     def replay(self, records: list[Record]) -> End | None:
-        """Rebuild the session from a log's records (`apply`), saving nothing again: the
-        bases come from the records. Returns the End it gave an answer the log left open (the
-        process died while it streamed), for the caller to apply once saving again."""
+        """Rebuild the session from a log's records (`apply`), saving nothing again. Returns
+        the End given to an answer the log left open, for the caller to apply and save."""
         log, self.log = self.log, None
         self._resolver = ReplayResolver(self.ws, records)
         try:
@@ -532,8 +539,7 @@ class Session:
 
     # -- saving (app/core/conversation/saving.py) ------------------------------------------
     def _decided(self, rec: Accept | Reject | Undo) -> None:
-        """A decision the review carried out, for the log; an accept is a checkpoint of this
-        turn."""
+        """A decision the review carried out, for the log (an accept: a checkpoint)."""
         if type(rec) is Accept:
             rec.turn = max(len(self.turns) - 1, 0)
             self._checkpoint(rec)
@@ -580,8 +586,7 @@ class Session:
         return await asyncio.to_thread(lambda: self.journal.last_undoable() is not None)
 
     async def undo(self) -> str:
-        """Undo the last accept: this session's, else the journal's last undoable one (the
-        same one `steer undo` reverts), so the app and the command line never disagree."""
+        """Undo the last accept: this session's, else the journal's (as `steer undo` does)."""
         if self.review is not None:
             return await self.review.undo_async()
         async with self.write_lock:
