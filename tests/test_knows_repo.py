@@ -1,0 +1,283 @@
+"""The model knows the repository (issue 24), end to end: a session with a started Knowledge
+asks a real loopback server, and the tests read what the server received: the map item,
+the files the instruction names, the look-ups' round trips (tool calls and their results),
+and the edit that follows, accepted to disk."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import init_repo, sr
+
+from app.core.conversation.session import Session
+from app.core.disk.workspace import Workspace
+from app.core.knowledge import tools
+from app.core.knowledge.render import HEADER, HEADER_PATHS
+from app.core.knowledge.service import Knowledge, Policy
+from app.providers import openai_chat
+from app.providers.openai_chat import OpenAIChat
+from app.server.chat_server import ChatServer
+from app.server.generation import Faults
+
+CLI = '''import argparse
+
+
+def build_parser():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main():
+    return build_parser().parse_args()
+'''
+UTIL = '''def greet(name):
+    return "hi " + name
+'''
+FILES = {"pkg/cli.py": CLI, "pkg/util.py": UTIL, "pkg/__init__.py": "",
+         "README.md": "# demo\n", ".env": "SECRET_TOKEN=hunter2-do-not-leak\n",
+         **{f"lib/mod{i}.py": f"def helper_{i}(x):\n    return x + {i}\n" for i in range(30)}}
+VERBOSE = sr("pkg/cli.py", '    p.add_argument("--quiet", action="store_true")\n',
+             '    p.add_argument("--quiet", action="store_true")\n'
+             '    p.add_argument("--verbose", action="store_true")\n')
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return init_repo(tmp_path / "repo", FILES)
+
+
+@pytest.fixture
+async def rig(tree):
+    made: list = []
+
+    async def make(answers, *, tool_calls=None, faults=None, policy=None, ready=True,
+                   context=()):
+        server = ChatServer(replay=answers, tool_calls=tool_calls, faults=faults)
+        await server.start()
+        know = Knowledge(tree, policy or Policy(), cache=False, workers=0)
+        if ready:
+            know.start()
+            assert await asyncio.to_thread(know.builder.wait, 60)
+        session = Session(Workspace(tree), OpenAIChat(server.base_url, "replay"),
+                          fmt="search_replace", context=list(context))
+        session.knowledge = know
+        made.append((server, know, session))
+        return session, server, know
+
+    yield make
+    for server, know, session in made:
+        await session.aclose()
+        know.close()
+        await server.close()
+
+
+def _texts(body: dict) -> list[str]:
+    return [m.get("content") or "" for m in body["messages"]]
+
+
+async def test_an_instruction_naming_a_function_carries_its_file_and_definition(rig):
+    session, server, _ = await rig([VERBOSE])
+    turn = await session.ask("add a --verbose flag next to --quiet in build_parser")
+    assert turn.complete
+    body = server.stats.bodies[0]
+    msgs = body["messages"]
+    # system, the map as an item of its own, then the instruction
+    assert [m["role"] for m in msgs] == ["system", "user", "user"]
+    repo_map = msgs[1]["content"]
+    assert repo_map.startswith(HEADER)
+    assert "pkg/cli.py:\n4: def build_parser():" in repo_map
+    assert msgs[2]["content"].endswith("add a --verbose flag next to --quiet in build_parser")
+    assert "hunter2" not in json.dumps(body)
+    # ... and the edit that follows lands like any other
+    assert [h.path for h in session.pending.hunks] == ["pkg/cli.py"]
+    session.review.accept_all()
+    assert '"--verbose"' in (Path(session.ws.root) / "pkg/cli.py").read_text()
+
+
+async def test_the_map_is_the_same_bytes_for_the_same_repository_and_request(rig):
+    session, server, know = await rig([VERBOSE, VERBOSE])
+    await session.ask("add a --verbose flag in build_parser")
+    session.review.reject_all()
+    await session.ask("add a --verbose flag in build_parser")
+    a, b = server.stats.bodies[0]["messages"], server.stats.bodies[1]["messages"]
+    assert a[1] == b[1]
+
+
+async def test_a_follow_up_appends_what_changed_and_never_edits_an_earlier_item(rig, tree):
+    session, server, know = await rig([VERBOSE, "ok, nothing more.\n", "fine.\n"])
+    await session.ask("add a --verbose flag in build_parser")
+    await session.ask("also explain it")  # hunks still open: a follow-up
+    first, second = server.stats.bodies[0]["messages"], server.stats.bodies[1]["messages"]
+    assert second[:len(first)] == first  # the conversation only grows
+    assert second[len(first)]["role"] == "assistant"
+    assert len(second) == len(first) + 2  # unchanged repository: no new map item
+    (tree / "pkg/extra.py").write_text("def brand_new_function():\n    pass\n")
+    know.saw(["pkg/extra.py"])
+    assert await asyncio.to_thread(know.builder.wait, 30)
+    await session.ask("and one more thing")
+    third = server.stats.bodies[2]["messages"]
+    assert third[:len(second)] == second
+    update = third[-2]["content"]
+    assert update.startswith("Repository map update") and "brand_new_function" in update
+    assert third[-1]["content"].endswith("and one more thing")
+
+
+async def test_while_the_first_build_runs_the_request_carries_paths_then_the_full_map(rig):
+    gate = threading.Event()
+    session, server, know = await rig([VERBOSE, "explained.\n"], ready=False)
+    parse = know.builder._parse
+
+    def held(todo, known):  # the build cannot finish before the test says so
+        gate.wait(60)
+        return parse(todo, known)
+
+    know.builder._parse = held  # type: ignore[method-assign]
+    know.start()
+    for _ in range(500):  # until the file list is published (no tags yet)
+        if know.builder.files():
+            break
+        await asyncio.sleep(0.01)
+    await session.ask("add a --verbose flag in build_parser")
+    paths_only = server.stats.bodies[0]["messages"][1]["content"]
+    assert paths_only.startswith(HEADER_PATHS) and "pkg/cli.py" in paths_only
+    assert "def build_parser" not in paths_only
+    gate.set()
+    assert await asyncio.to_thread(know.builder.wait, 60)
+    await session.ask("explain it")
+    msgs = server.stats.bodies[1]["messages"]
+    assert msgs[1]["content"] == paths_only  # kept as it was sent
+    assert msgs[-2]["content"].startswith(HEADER) and "def build_parser" in msgs[-2]["content"]
+
+
+async def test_a_model_that_reads_gets_the_exact_lines_and_a_refusal_for_secrets(rig, tree):
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py", "start": 4, "end": 6}},
+                 {"name": "read", "arguments": {"path": ".env"}},
+                 {"name": "read", "arguments": {"path": "../x"}},
+                 {"name": "grep", "arguments": {"pattern": "SECRET|def greet"}},
+                 {"name": "list", "arguments": {"path": "pkg"}}]}
+    (tree.parent / "x").write_text("outside the workspace\n")
+    session, server, _ = await rig(["", VERBOSE, "noted.\n"], tool_calls=calls)
+    turn = await session.ask("add a --verbose flag next to --quiet")
+    assert turn.complete, turn.error
+    assert len(server.stats.bodies) == 2
+    first, second = server.stats.bodies
+    assert [t["function"]["name"] for t in first["tools"]] == ["read", "grep", "list"]
+    msgs = second["messages"]
+    assert msgs[:len(first["messages"])] == first["messages"]
+    call = msgs[len(first["messages"])]
+    assert call["role"] == "assistant" and len(call["tool_calls"]) == 5
+    results = {m["tool_call_id"]: m["content"] for m in msgs if m["role"] == "tool"}
+    read, env, out, grep, listing = (results[c["id"]] for c in call["tool_calls"])
+    lines = CLI.splitlines()
+    assert read == ("pkg/cli.py lines 4-6 of 11:\n" +
+                    "".join(f"{n}: {lines[n - 1]}\n" for n in (4, 5, 6)))
+    assert env.startswith("refused .env: its name looks like a secret")
+    assert out.startswith("refused ../x: '..' leads outside the workspace")
+    assert "pkg/util.py:1: def greet(name):" in grep and "hunter2" not in grep
+    assert "cli.py" in listing and "util.py" in listing
+    assert "hunter2" not in json.dumps(list(server.stats.bodies))
+    cards = [t.title for t in turn.tools.values() if t.kind == "lookup"]
+    assert cards[0] == f"read pkg/cli.py 4–6 · {tools.tok(tools.estimate_tokens(read))}"
+    assert cards[1].startswith("read .env · refused: its name looks like a secret")
+    assert cards[2].startswith("read ../x · refused:")
+    # a follow-up carries the look-ups as they were sent, then the answer
+    await session.ask("thanks")
+    third = server.stats.bodies[2]["messages"]
+    assert third[:len(msgs)] == msgs and third[len(msgs)]["content"] == VERBOSE
+    # the edit that follows lands like any other
+    assert [h.path for h in session.pending.hunks] == ["pkg/cli.py"]
+    session.review.accept_all()
+    assert '"--verbose"' in (tree / "pkg/cli.py").read_text()
+
+
+async def test_a_file_the_user_added_can_be_read_even_if_it_looks_secret(rig, tree):
+    calls = {1: [{"name": "read", "arguments": {"path": ".env"}}]}
+    session, server, _ = await rig(["", "ok.\n"], tool_calls=calls, context=[".env"])
+    await session.ask("what is in the env file?")
+    tool = [m for m in server.stats.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "SECRET_TOKEN=hunter2" in tool[0]["content"]
+
+
+async def test_the_turns_look_up_budget_refuses_past_its_tokens(rig):
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py"}}],
+             2: [{"name": "read", "arguments": {"path": "pkg/util.py"}}]}
+    session, server, _ = await rig(["", "", "done.\n"], tool_calls=calls,
+                                   policy=Policy(tool_tokens=10))
+    turn = await session.ask("look around")
+    assert turn.complete
+    last = [m for m in server.stats.bodies[2]["messages"] if m["role"] == "tool"][-1]
+    assert "used their 10 tokens" in last["content"]
+
+
+async def test_past_the_round_limit_the_model_is_told_to_answer(rig):
+    calls = {n: [{"name": "list", "arguments": {}}] for n in (1, 2, 3)}
+    session, server, _ = await rig(["", "", "answered.\n"], tool_calls=calls,
+                                   policy=Policy(tool_rounds=2))
+    turn = await session.ask("look around")
+    assert turn.complete and turn.text == "answered.\n"
+    choices = [b.get("tool_choice") for b in server.stats.bodies]
+    assert choices == ["auto", "auto", "none"]
+
+
+async def test_a_server_that_refuses_tools_gets_the_map_alone_said_once_and_remembered(rig):
+    session, server, _ = await rig([VERBOSE, VERBOSE], faults=Faults(refuse_tools=True))
+    turn = await session.ask("add a --verbose flag in build_parser")
+    assert turn.complete and session.pending.hunks
+    notes = [t.title for t in turn.tools.values() if t.kind == "steer"]
+    assert len(notes) == 1 and "refused look-up tools" in notes[0]
+    assert "tools" not in server.stats.bodies[-1]
+    assert server.stats.bodies[-1]["messages"][1]["content"].startswith(HEADER)
+    session.review.reject_all()
+    turn = await session.ask("again, please")  # remembered: not offered, nothing said
+    assert not [t for t in turn.tools.values() if t.kind == "steer"]
+    assert "tools" not in server.stats.bodies[-1]
+    openai_chat.NO_TOOLS.discard(server.base_url)
+
+
+async def test_esc_stops_a_look_up_round(rig, monkeypatch):
+    started, release = threading.Event(), threading.Event()
+    real = tools.run
+
+    def slow(*a, **kw):
+        started.set()
+        release.wait(30)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(tools, "run", slow)
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py"}}]}
+    session, server, _ = await rig(["", VERBOSE], tool_calls=calls)
+    turn = session.start("look first")
+    await asyncio.to_thread(started.wait, 30)
+    assert session.streaming and turn.tools  # the look-up card is up, in progress
+    assert session.interrupt()
+    assert turn.state == "interrupted"
+    release.set()
+    await session.wait()
+    await asyncio.sleep(0.05)
+    assert len(server.stats.bodies) == 1  # no round after Esc
+    assert not session.pending.hunks
+
+
+async def test_files_the_instruction_names_join_that_turn_and_one_key_drops_them(rig):
+    session, server, know = await rig(["ok\n", "ok\n", "ok\n"])
+    assert know.named("add a docstring to greet in util.py") == ["pkg/util.py"]
+    assert know.named("fix mod3.py, pkg/cli.py and README.md.") == [
+        "lib/mod3.py", "pkg/cli.py", "README.md"]
+    assert know.named("edit __init__.py or .env") == ["pkg/__init__.py"]  # never a secret
+    await session.ask("add a docstring to greet in util.py")
+    user = server.stats.bodies[0]["messages"][-1]["content"]
+    assert user.startswith("pkg/util.py\n```python\n" + UTIL)
+    assert session.context == []  # for that turn only
+    session.review.reject_all()
+    know.drop("pkg/util.py")
+    assert know.named("add a docstring to greet in util.py") == []
+    await session.ask("add a docstring to greet in util.py")
+    assert "def greet" not in server.stats.bodies[1]["messages"][-1]["content"]
+    session.review.reject_all()
+    await session.ask("now util.py again")  # dropped for one request only
+    assert "def greet" in server.stats.bodies[2]["messages"][-1]["content"]
