@@ -223,6 +223,11 @@ class MapBuilder:
         """The files the map knows (not ignored), sorted."""
         return sorted(self._published.index.files)
 
+    def known(self) -> tuple[int, Collection[str]]:
+        """(version, the files the map knows), at once and unsorted (for a lookup per key)."""
+        pub = self._published
+        return pub.version, pub.index.files.keys()
+
     def wait(self, timeout: float | None = None) -> bool:
         """Until the full map is published and every queued update applied (tests and
         benchmarks; a request never calls this)."""
@@ -299,7 +304,10 @@ class MapBuilder:
             elif key is not None:
                 self.parsed += 1
             entries[rel] = (key, st, tags)
-        if self._stop.is_set():  # closed mid-build: nothing half-read is published or saved
+        if self._stop.is_set():  # closed mid-build: nothing half-read is published; what was
+            if self.cache is not None and entries:  # read is cached, so the next launch
+                with contextlib.suppress(OSError):  # (a short `steer run`) goes on from it
+                    self.cache.save(entries, {})
             return
         self._known = {e[0]: e[2] for e in entries.values() if e[0] is not None}
         t4 = time.perf_counter()

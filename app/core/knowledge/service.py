@@ -80,6 +80,7 @@ class Knowledge:
         self.lookup = Lookup(self.builder.root, key_values=keys, files=self._files)
         self.dropped: set[str] = set()  # named files the user took out of the next request
         self._spent: weakref.WeakKeyDictionary[Any, _Spent] = weakref.WeakKeyDictionary()
+        self._names: tuple[int, dict[str, list[str]]] = (-1, {})
 
     def start(self) -> Knowledge:
         self.builder.start()
@@ -165,11 +166,15 @@ class Knowledge:
     def named(self, instruction: str, context: Collection[str] = ()) -> list[str]:
         """Files `instruction` names: a path of the tree, or a file name only one file has
         (not secret-looking, not too big, not in `context` already, not dropped)."""
-        files = self.builder.files()
-        if not files:
+        version, known = self.builder.known()
+        if not known:
             return []
-        known = set(files)
-        by_name: dict[str, list[str]] = {}
+        if self._names[0] != version:  # file name -> paths, once per version of the map
+            by_name: dict[str, list[str]] = {}
+            for p in known:
+                by_name.setdefault(p.rpartition("/")[2], []).append(p)
+            self._names = (version, by_name)
+        by_name = self._names[1]
         out: list[str] = []
         for word in _WORD.findall(instruction):
             word = word.rstrip(".,;:!?)'\"`").removeprefix("./")
@@ -178,9 +183,6 @@ class Knowledge:
             if word in known:
                 hit = word
             elif "/" not in word:
-                if not by_name:
-                    for p in files:
-                        by_name.setdefault(p.rpartition("/")[2], []).append(p)
                 same = by_name.get(word, [])
                 if len(same) != 1:
                     continue

@@ -123,15 +123,22 @@ def _added(lookup: Lookup, path: str, user_added: Collection[str]) -> bool:
         return False
 
 
+def _line(card: str) -> str:
+    """A card is one line, whatever a model put in a path (the screen's boundary shows the
+    rest of what it holds: app/view/outside_text.py)."""
+    return " ".join(card.split())[:200]
+
+
 def _done(verb: str, what: str, ans: Answer) -> Done:
     if not ans.ok:
         reason = ans.reason or ""
         reason = re.split(r"\.(?:\s|$)", reason.split(": ", 1)[-1])[0]  # its first clause
-        return Done(ans.text, ans.tokens, f"{verb} {ans.path or what} · refused: {reason}", False)
+        return Done(ans.text, ans.tokens, _line(f"{verb} {ans.path or what} · refused: {reason}"),
+                    False)
     cut = " (cut)" if ans.truncated else ""
-    return Done(ans.text, ans.tokens, f"{verb} {what}{cut} · {tok(ans.tokens)}", True)
+    return Done(ans.text, ans.tokens, _line(f"{verb} {what}{cut} · {tok(ans.tokens)}"), True)
 
 
 def _failed(name: str, why: str) -> Done:
     text = f"{why}."
-    return Done(text, estimate_tokens(text), f"{name or '?'} · refused: {why}", False)
+    return Done(text, estimate_tokens(text), _line(f"{name or '?'} · refused: {why}"), False)
