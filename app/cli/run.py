@@ -25,6 +25,9 @@ from app.cli.common import (
 from app.core.disk.git_dirs import find_root
 from app.core.faults import stop_point
 
+MAP_SETTLE = 1.0  # seconds `steer run` gives a map that needs no long parse (launch -> request)
+MAP_FINISH = 120.0  # seconds a first build may go on after the answer, to be cached
+
 
 # -- steer run ---------------------------------------------------------------------------------
 def _run_parser() -> argparse.ArgumentParser:
@@ -88,6 +91,11 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
         return await _run_with(args, ws, state, held)
     finally:
         for know in held:
+            if not know.builder.status().complete and know.builder.status().state != "failed":
+                # the answer is out; the first build goes on to its end, so the next run
+                # starts from a complete cache instead of parsing again
+                print("steer: caching the repository map for the next run…", file=sys.stderr)
+                await asyncio.to_thread(know.builder.wait_built, MAP_FINISH)
             await asyncio.to_thread(know.close)
 
 
@@ -119,6 +127,9 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         session = Session(ws, provider, fmt=settings.format, context=context,
                           max_tokens=settings.max_tokens, temperature=settings.temperature)
         session.knowledge = held[0]
+        # the map from the cache, or a small tree's parse, is worth its moment; a large
+        # cold tree is not waited for (its paths go now, the next run has the cache)
+        await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE)
         for f in args.outlines:
             session.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root), outline=True)
         budget = session.budget(args.instruction)

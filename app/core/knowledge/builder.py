@@ -154,6 +154,8 @@ class MapBuilder:
         self._pending = 0  # update batches queued and not yet applied
         self._ranking = False  # a global rank is due after the last update
         self._ready = threading.Event()
+        self._sorted = threading.Event()  # the first build knows what it must parse
+        self.to_parse = 0  # files the first build reads and parses (the cache lacks them)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._known: dict[str, Tags | None] = {}  # content key -> tags, for updates
@@ -238,6 +240,21 @@ class MapBuilder:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending <= 0 and not self._ranking, left)
 
+    def settle(self, timeout: float, parse: int = IN_THREAD) -> bool:
+        """For a one-shot caller (`steer run`): until the full map is published, at most
+        `timeout` seconds, and only while it comes from the cache or a parse of at most
+        `parse` files (a cold build of a large tree is not waited for: the request takes
+        the paths and the next run the cache). True when the full map is there."""
+        end = time.monotonic() + timeout
+        if not self._sorted.wait(timeout) or self.to_parse > parse:
+            return self._published.complete
+        self._ready.wait(max(0.0, end - time.monotonic()))
+        return self._published.complete
+
+    def wait_built(self, timeout: float | None = None) -> bool:
+        """Until the first build has ended (a full map, or a failure)."""
+        return self._ready.wait(timeout)
+
     def close(self) -> None:
         self._stop.set()
         self._queue.put(None)
@@ -277,6 +294,7 @@ class MapBuilder:
                 self._cond.notify_all()
             return
         finally:
+            self._sorted.set()
             self._ready.set()
         if not self._stop.is_set():
             self._serve(rank_due=time.monotonic())
@@ -295,6 +313,8 @@ class MapBuilder:
         t2 = time.perf_counter()
         self.timings["cache_load"] = t2 - t1
         entries, todo = self._reuse(paths, cached)
+        self.to_parse = len(todo)
+        self._sorted.set()
         self._done = len(entries)
         t3 = time.perf_counter()
         self.timings["stat"] = t3 - t2

@@ -121,7 +121,9 @@ class Knowledge:
         if budget <= 0:
             return [], None
         m = self.builder.current(instruction, context, budget, omit=context)
-        return ([m.text] if m.text else []), (m.version if m.complete else -m.version)
+        if not m.files:  # every file is in the request already: a map would say nothing
+            return [], None
+        return [m.text], (m.version if m.complete else -m.version)
 
     def items(self, fresh: bool, sent: int | None, instruction: str, bases: Sequence[Snapshot],
               provider: Provider) -> tuple[list[str], int | None]:
