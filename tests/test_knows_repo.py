@@ -281,3 +281,55 @@ async def test_files_the_instruction_names_join_that_turn_and_one_key_drops_them
     session.review.reject_all()
     await session.ask("now util.py again")  # dropped for one request only
     assert "def greet" in server.stats.bodies[2]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("transport", ["websocket", "sse"])
+async def test_look_ups_over_the_responses_api(tree, transport):
+    """The same round trip over the Responses API: function calls in, function_call_output
+    items back, then the edit; every WebSocket frame as the openai package models it."""
+    pydantic = pytest.importorskip("pydantic")
+    from openai.types.responses import ResponsesClientEvent, ResponsesServerEvent
+
+    from app.providers.openai_responses import OpenAIResponses
+
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py", "start": 4, "end": 5}},
+                 {"name": "read", "arguments": {"path": "../x"}}]}
+    server = ChatServer(replay=["", VERBOSE], tool_calls=calls, record_frames=True)
+    await server.start()
+    know = Knowledge(tree, cache=False, workers=0).start()
+    assert await asyncio.to_thread(know.builder.wait, 60)
+    provider = OpenAIResponses(server.base_url, "replay", transport=transport)
+    session = Session(Workspace(tree), provider, fmt="search_replace")
+    session.knowledge = know
+    try:
+        turn = await session.ask("add a --verbose flag next to --quiet")
+        assert turn.complete, turn.error
+        first, second = server.stats.bodies[0], server.stats.bodies[1]
+        assert [t["name"] for t in first["tools"]] == ["read", "grep", "list"]
+        assert first["tool_choice"] == "auto"
+        inp = second["input"]
+        outputs = [i for i in inp if i.get("type") == "function_call_output"]
+        assert [i["type"] for i in inp if i.get("type", "message") != "message"] == [
+            "function_call", "function_call", "function_call_output", "function_call_output"]
+        lines = CLI.splitlines()
+        assert outputs[0]["output"] == (f"pkg/cli.py lines 4-5 of 11:\n4: {lines[3]}\n"
+                                        f"5: {lines[4]}\n")
+        assert outputs[0]["call_id"] == "call_1_0"
+        assert outputs[1]["output"].startswith("refused ../x:")
+        assert [h.path for h in session.pending.hunks] == ["pkg/cli.py"]
+        session.review.accept_all()
+        assert '"--verbose"' in (tree / "pkg/cli.py").read_text()
+        if transport == "websocket":
+            out, inn = (pydantic.TypeAdapter(ResponsesServerEvent),
+                        pydantic.TypeAdapter(ResponsesClientEvent))
+            kinds = set()
+            for direction, text in server.stats.frames:
+                obj = json.loads(text)
+                kinds.add(obj["type"])
+                (out if direction == "out" else inn).validate_python(obj)
+            assert {"response.function_call_arguments.delta",
+                    "response.output_item.done"} <= kinds
+    finally:
+        await session.aclose()
+        know.close()
+        await server.close()

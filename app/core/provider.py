@@ -45,6 +45,7 @@ class Request:
     # rounds the model is told to answer (tool_choice none)
     tools: list[dict[str, Any]] | None = None
     tool_rounds: int = 0
+    tool_choice: str = "auto"  # a back-end's own rounds set "none" past `tool_rounds`
 
 
 @dataclass(frozen=True, slots=True)

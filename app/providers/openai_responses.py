@@ -19,6 +19,8 @@ same objects as over SSE (app/providers/responses_wire.py has the shapes).
 - Cancelling closes the socket: the server stops generating; the partial answer stays.
 - When the upgrade is refused (426, 404, 405, 501, or a plain HTTP answer) every request
   goes over HTTP SSE to POST /responses instead.
+- Look-ups (Request.tools) go as function tools: each `function_call` item is a LookupCall once
+  the response completes; the next round sends the calls and their `function_call_output`s.
 - The API key is sent on the upgrade request only (and on SSE requests), never logged:
   websockets' logger is held above DEBUG, and server text is redacted before it is shown.
 """
@@ -29,7 +31,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from ssl import SSLContext
 from typing import Any
 
@@ -42,7 +44,17 @@ from websockets.exceptions import (
     WebSocketException,
 )
 
-from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
+from app.core.events import (
+    Connected,
+    Done,
+    Error,
+    Event,
+    LookupCall,
+    ReasoningDelta,
+    TextDelta,
+    ToolRound,
+    Usage,
+)
 from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request, SteerRefused
 from app.providers import http_stream
 from app.providers.responses_wire import message, to_input
@@ -84,7 +96,7 @@ def ws_url(base_url: str) -> str:
 
 class OpenAIResponses(Provider):
     name = "openai-responses"
-    capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close")
+    capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close", tools=True)
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = http_stream.CONNECT_TIMEOUT,
@@ -105,6 +117,7 @@ class OpenAIResponses(Provider):
         self.pool = SocketPool(self._dial)
         self._streaming: Socket | None = None
         self._http: httpx.AsyncClient | None = None
+        self._calls: list[dict] = []  # function calls of the response streaming now
 
     # -- the sockets -----------------------------------------------------------------------
     async def warm(self) -> None:
@@ -158,6 +171,9 @@ class OpenAIResponses(Provider):
             fields["prefill"] = req.prefill  # steer serve's extension (responses_wire)
         if req.grammar and self.capabilities.grammar:
             fields["grammar"] = req.grammar  # steer serve's extension too
+        if req.tools and self.capabilities.tools:
+            fields["tools"] = [{"type": "function", **spec} for spec in req.tools]
+            fields["tool_choice"] = req.tool_choice
         return fields, items
 
     def _create_frame(self, sock: Socket, fields: dict, items: list[dict]) -> dict:
@@ -171,7 +187,47 @@ class OpenAIResponses(Provider):
         frame["input"] = items
         return frame
 
-    async def stream(self, req: Request) -> AsyncIterator[Event]:
+    def stream(self, req: Request) -> AsyncIterator[Event]:
+        if req.tools and self.capabilities.tools:
+            return self._rounds(req)
+        return self._stream(req)
+
+    async def _rounds(self, req: Request) -> AsyncIterator[Event]:
+        """The answer with look-ups: a response per round until the model answers in text."""
+        extra: list[dict] = []
+        rounds = said = 0
+        while True:
+            held: Done | None = None
+            calls = self._calls = []
+            sub = replace(req, messages=[*req.messages, *extra],
+                          tool_choice="auto" if rounds < req.tool_rounds else "none")
+            async for ev in self._stream(sub):
+                if type(ev) is TextDelta:
+                    said += len(ev.text)
+                elif type(ev) is Done and calls and ev.finish_reason == "stop":
+                    held = ev
+                    continue
+                yield ev
+            if held is None:
+                return
+            if rounds > req.tool_rounds:  # it calls on after "none": end it, as it ended
+                yield Error("model", f"the model kept calling look-ups after {rounds} rounds")
+                yield held
+                return
+            futures = [asyncio.get_running_loop().create_future() for _ in calls]
+            for c, fut in zip(calls, futures, strict=True):
+                yield LookupCall(str(c.get("call_id") or ""), str(c.get("name") or ""),
+                                 str(c.get("arguments") or ""), fut)
+            results = [await f for f in futures]  # cancelled with the answer (Esc)
+            items = [*({"type": "function_call", "call_id": c.get("call_id"), "name":
+                        c.get("name"), "arguments": c.get("arguments") or ""} for c in calls),
+                     *({"type": "function_call_output", "call_id": c.get("call_id"), "output": r}
+                       for c, r in zip(calls, results, strict=True))]
+            extra += items
+            rounds += 1
+            yield ToolRound(items, said)
+
+    async def _stream(self, req: Request) -> AsyncIterator[Event]:
         fields, items = self._fields(req)
         # the stall timeout counts from the request: starting a server, connecting and the
         # model's first token share it, so nothing waits longer than that for a first sign
@@ -271,9 +327,8 @@ class OpenAIResponses(Provider):
 
     async def _consume(self, sock: Socket, ans: _Answer,
                        first_by: float | None = None) -> AsyncIterator[Event]:
-        """Events of the response now streaming on the socket, up to its terminal event.
-        `first_by`: the loop time by which a first frame must have come (then the stall
-        timeout runs between frames)."""
+        """Events of the response on the socket, up to its terminal event. `first_by`: the
+        loop time by which a first frame must come (then the stall timeout runs per frame)."""
         frames = sock.frames
         loop = asyncio.get_running_loop()
         while True:
@@ -353,6 +408,10 @@ class OpenAIResponses(Provider):
         if kind == "error":
             ans.wire_error = obj
             return [], True
+        if kind == "response.output_item.done" and (obj.get("item") or {}).get("type") \
+                == "function_call":
+            self._calls.append(obj["item"])  # a look-up: `_rounds` answers it
+            return [], False
         return [], False  # item/part bookkeeping, annotations, queued, in_progress...
 
     async def _diagnose(self, err: Error) -> Error:

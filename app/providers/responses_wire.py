@@ -21,13 +21,14 @@ import uuid
 # -- client side: chat messages <-> Responses input ---------------------------------------------
 
 
-def to_input(messages: list[dict[str, str]]) -> tuple[str | None, list[dict]]:
+def to_input(messages: list[dict]) -> tuple[str | None, list[dict]]:
     """(instructions, input items) for chat-style messages: system messages become
     `instructions` (sent with every request: they are never carried over by
-    previous_response_id), the rest EasyInputMessage items."""
-    system = [m["content"] for m in messages if m["role"] in ("system", "developer")]
-    items = [message(m["role"], m["content"]) for m in messages
-             if m["role"] not in ("system", "developer")]
+    previous_response_id), the rest EasyInputMessage items; an item already in the
+    Responses' own shape (a look-up round's function_call and function_call_output) as is."""
+    system = [m["content"] for m in messages if m.get("role") in ("system", "developer")]
+    items = [m if "type" in m else message(m["role"], m["content"]) for m in messages
+             if m.get("role") not in ("system", "developer")]
     return ("\n\n".join(system) if system else None), items
 
 
@@ -44,8 +45,16 @@ def from_input(raw: object) -> list[dict[str, str]]:
         raise ValueError("input must be a string or a list of items")
     out = []
     for item in raw:
-        if not isinstance(item, dict) or item.get("type", "message") != "message":
-            raise ValueError("only message items are supported")
+        kind = item.get("type", "message") if isinstance(item, dict) else None
+        if kind == "function_call" and isinstance(item, dict):  # a look-up, as the template
+            out.append({"role": "assistant",  # reads it (steer serve's model calls none)
+                        "content": f"[{item.get('name')} {item.get('arguments')}]"})
+            continue
+        if kind == "function_call_output" and isinstance(item, dict):
+            out.append({"role": "user", "content": str(item.get("output", ""))})
+            continue
+        if not isinstance(item, dict) or kind != "message":
+            raise ValueError("only message and function call items are supported")
         role, content = item.get("role"), item.get("content")
         if role not in ("user", "assistant", "system", "developer"):
             raise ValueError(f"unknown role {role!r}")
@@ -73,7 +82,7 @@ def response_object(rid: str, model: str, *, status: str, text: str | None = Non
                     msg_id: str | None = None, created_at: float | None = None,
                     settings: dict | None = None, previous_response_id: str | None = None,
                     usage: tuple[int, int] | None = None, incomplete_reason: str | None = None,
-                    error: tuple[str, str] | None = None) -> dict:
+                    error: tuple[str, str] | None = None, calls: list[dict] | None = None) -> dict:
     """A `response` object as the Responses API returns it; `text` None = no output yet."""
     s = settings or {}
     output = []
@@ -82,6 +91,7 @@ def response_object(rid: str, model: str, *, status: str, text: str | None = Non
                        "status": "completed" if status == "completed" else "incomplete",
                        "content": [{"type": "output_text", "text": text, "annotations": [],
                                     "logprobs": []}]})
+    output += calls or []  # function calls (look-ups), when the answer made them
     return {
         "id": rid, "object": "response", "created_at": created_at or time.time(), "status": status,
         "model": model, "output": output, "parallel_tool_calls": False, "tool_choice": "none",
@@ -147,6 +157,27 @@ class EventWriter:
                 "content": [part]}),
             self.event(terminal, response=response),
         ]
+
+    def calls(self, calls: list[dict], n: int) -> tuple[list[str], list[dict]]:
+        """Scripted function calls as the Responses API streams them: each call's item added,
+        its arguments in pieces, done; then the items (the response's output)."""
+        out, items = [], []
+        for i, call in enumerate(calls):
+            args = call.get("arguments", {})
+            text = args if isinstance(args, str) else json.dumps(args)
+            item = {"id": f"fc_{n}_{i}", "type": "function_call", "call_id": f"call_{n}_{i}",
+                    "name": call["name"], "arguments": "", "status": "in_progress"}
+            out.append(self.event("response.output_item.added", output_index=i, item=item))
+            half = len(text) // 2
+            for piece in (text[:half], text[half:]):
+                out.append(self.event("response.function_call_arguments.delta",
+                                      item_id=item["id"], output_index=i, delta=piece))
+            out.append(self.event("response.function_call_arguments.done", item_id=item["id"],
+                                  output_index=i, name=call["name"], arguments=text))
+            done = {**item, "arguments": text, "status": "completed"}
+            out.append(self.event("response.output_item.done", output_index=i, item=done))
+            items.append(done)
+        return out, items
 
     def error(self, code: str, message: str, *, status: int = 400, param: str | None = None,
               type_: str = "invalid_request_error", headers: dict[str, str] | None = None) -> str:

@@ -134,8 +134,8 @@ class Session:
         question's context files and map."""
         fmt = self.fmt if self.turn else self.fmt_choice
         follow = self._open_change_set()
-        sent = [prompts.system_prompt(fmt), draft, *(m.get("content") or "" for m in self.history
-                                                     if follow)]
+        sent = [prompts.system_prompt(fmt), draft, *(m.get("content") or m.get("output") or ""
+                                                     for m in self.history if follow)]
         b = self.files.budget(sent, self.provider.context_window, files=not follow)
         b.used += self.knowledge.budget(self.provider) if self.knowledge and not follow else 0
         return b
