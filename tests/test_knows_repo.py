@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from app.core.knowledge.render import HEADER, HEADER_PATHS
 from app.core.knowledge.service import Knowledge, Policy
 from app.providers import openai_chat
 from app.providers.openai_chat import OpenAIChat
-from app.server.chat_server import ChatServer
+from app.server.chat_server import ChatServer, ServerThread
 from app.server.generation import Faults
 
 CLI = '''import argparse
@@ -333,3 +336,46 @@ async def test_look_ups_over_the_responses_api(tree, transport):
         await session.aclose()
         know.close()
         await server.close()
+
+
+def _steer_run(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run([sys.executable, "-m", "app", "run", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_steer_run_with_no_file_picked_sends_the_map_and_answers_look_ups(tree):
+    """`steer run` end to end: no -f, the function's file and definition in the request, a
+    read the model makes answered with the exact lines (its card on stderr), the edit
+    written by --accept all."""
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py", "start": 4, "end": 6}},
+                 {"name": "read", "arguments": {"path": ".env"}}]}
+    with ServerThread(replay=["", VERBOSE], tool_calls=calls) as server:
+        out = _steer_run(tree, "add a --verbose flag next to --quiet in build_parser",
+                         "--base-url", server.base_url, "--model", "replay", "--accept", "all",
+                         "--no-save")
+        bodies = list(server.stats.bodies)
+    assert out.returncode == 0, out.stderr
+    first = bodies[0]["messages"]
+    assert first[1]["content"].startswith(HEADER)
+    assert "pkg/cli.py:\n4: def build_parser():" in first[1]["content"]
+    tool = [m["content"] for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool[0].startswith("pkg/cli.py lines 4-6 of 11:\n4: def build_parser():\n")
+    assert tool[1].startswith("refused .env")
+    assert "steer: read pkg/cli.py 4–6 · " in out.stderr
+    assert "steer: read .env · refused: its name looks like a secret" in out.stderr
+    assert '"--verbose"' in (tree / "pkg/cli.py").read_text()
+    assert (tree / ".env").read_text() == FILES[".env"]
+
+
+def test_steer_run_no_tools_offers_none_and_the_map_still_goes(tree):
+    with ServerThread(replay=[VERBOSE]) as server:
+        out = _steer_run(tree, "add a --verbose flag in build_parser", "--no-tools",
+                         "--base-url", server.base_url, "--model", "replay", "--no-save",
+                         "--json")
+        body = server.stats.bodies[0]
+    assert out.returncode == 0, out.stderr
+    assert "tools" not in body
+    assert body["messages"][1]["content"].startswith(HEADER)
+    report = json.loads(out.stdout)
+    assert report["map"].startswith("map: 35 files") and "look-ups off" in report["map"]

@@ -154,6 +154,7 @@ class MapBuilder:
         self._pending = 0  # update batches queued and not yet applied
         self._ranking = False  # a global rank is due after the last update
         self._ready = threading.Event()
+        self._listed = threading.Event()  # the file list is published (a map of paths)
         self._sorted = threading.Event()  # the first build knows what it must parse
         self.to_parse = 0  # files the first build reads and parses (the cache lacks them)
         self._stop = threading.Event()
@@ -246,7 +247,12 @@ class MapBuilder:
         `parse` files (a cold build of a large tree is not waited for: the request takes
         the paths and the next run the cache). True when the full map is there."""
         end = time.monotonic() + timeout
-        if not self._sorted.wait(timeout) or self.to_parse > parse:
+        if not self._listed.wait(timeout):
+            return False
+        cached = self.cache is not None and self.cache.path.exists()
+        if not cached and self._total > parse:  # a cold build of a large tree: paths now
+            return False
+        if not self._sorted.wait(max(0.0, end - time.monotonic())) or self.to_parse > parse:
             return self._published.complete
         self._ready.wait(max(0.0, end - time.monotonic()))
         return self._published.complete
@@ -294,6 +300,7 @@ class MapBuilder:
                 self._cond.notify_all()
             return
         finally:
+            self._listed.set()
             self._sorted.set()
             self._ready.set()
         if not self._stop.is_set():
@@ -308,6 +315,7 @@ class MapBuilder:
         self.timings["list"] = t1 - t0
         bare: dict[str, Entry] = {p: (None, (0, 0, 0), None) for p in paths}
         self._publish(Index.build(bare), paths=PathIndex(paths), complete=False)
+        self._listed.set()
         self._total, self._state = len(paths), "building"
         cached = self.cache.load() if self.cache else Cached()
         t2 = time.perf_counter()
