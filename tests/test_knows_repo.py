@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 from conftest import init_repo, sr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from app.core.conversation.session import Session
 from app.core.disk.workspace import Workspace
 from app.core.knowledge import tools
+from app.core.knowledge.lookup import Lookup
 from app.core.knowledge.render import HEADER, HEADER_PATHS
 from app.core.knowledge.service import Knowledge, Policy
 from app.providers import openai_chat
@@ -379,3 +382,51 @@ def test_steer_run_no_tools_offers_none_and_the_map_still_goes(tree):
     assert body["messages"][1]["content"].startswith(HEADER)
     report = json.loads(out.stdout)
     assert report["map"].startswith("map: 35 files") and "look-ups off" in report["map"]
+
+
+async def test_a_redirect_during_a_look_up_round_starts_over(rig, monkeypatch):
+    started, release = threading.Event(), threading.Event()
+    real = tools.run
+
+    def slow(*a, **kw):
+        started.set()
+        release.wait(30)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(tools, "run", slow)
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py"}}]}
+    session, server, _ = await rig(["", VERBOSE], tool_calls=calls)
+    first = session.start("look first")
+    await asyncio.to_thread(started.wait, 30)
+    second = session.start("no, just add --verbose")  # streaming: a redirect
+    release.set()
+    await session.wait()
+    assert first.state == "interrupted" and second.kind == "redirect" and second.complete
+    assert server.stats.bodies[-1]["messages"][-1]["content"].endswith("no, just add --verbose")
+    assert [h.path for h in session.pending.hunks] == ["pkg/cli.py"]
+
+
+def test_named_files_are_only_files_of_the_tree(tree):
+    know = Knowledge(tree, cache=False, workers=0).start()
+    try:
+        assert know.builder.wait(60)
+        (tree.parent / "x.py").write_text("outside\n")
+        assert know.named("edit ../x.py, /etc/passwd, ~/.ssh/id_rsa and .git/config") == []
+        assert know.named("mod1.py or lib/mod1.py") == ["lib/mod1.py"]
+        assert know.named("__init__.py") == ["pkg/__init__.py"]
+    finally:
+        know.close()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(["read", "grep", "list", "write", ""]),
+       raw=st.one_of(st.text(max_size=80), st.dictionaries(
+           st.sampled_from(["path", "start", "end", "pattern", "glob"]),
+           st.one_of(st.text(max_size=30), st.integers(-5, 10**6), st.none(), st.booleans()),
+       ).map(json.dumps)))
+def test_any_call_a_model_makes_gets_an_answer_and_a_one_line_card(tree, name, raw):
+    with Lookup(tree, files=lambda: sorted(FILES)) as lookup:
+        done = tools.run(lookup, name, raw)
+    assert isinstance(done.text, str) and done.text
+    assert "\n" not in done.card and len(done.card) <= 200
+    assert "hunter2" not in done.text  # .env is never shown unless the user added it
