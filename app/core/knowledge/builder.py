@@ -241,16 +241,17 @@ class MapBuilder:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending <= 0 and not self._ranking, left)
 
-    def settle(self, timeout: float, parse: int = IN_THREAD) -> bool:
+    def settle(self, timeout: float, parse: int = IN_THREAD, cached: int = 5_000) -> bool:
         """For a one-shot caller (`steer run`): until the full map is published, at most
-        `timeout` seconds, and only while it comes from the cache or a parse of at most
-        `parse` files (a cold build of a large tree is not waited for: the request takes
-        the paths and the next run the cache). True when the full map is there."""
+        `timeout` seconds, and only when it comes quickly: a tree of at most `parse` files,
+        or of at most `cached` files found in the cache (a warm 2,450-file tree publishes in
+        about half a second here; 20,000 files take seconds, cold a minute: their paths go
+        at once). True when the full map is there."""
         end = time.monotonic() + timeout
         if not self._listed.wait(timeout):
             return False
-        cached = self.cache is not None and self.cache.path.exists()
-        if not cached and self._total > parse:  # a cold build of a large tree: paths now
+        warm = self.cache is not None and self.cache.path.exists()
+        if self._total > (cached if warm else parse):  # not quick: the paths go now
             return False
         if not self._sorted.wait(max(0.0, end - time.monotonic())) or self.to_parse > parse:
             return self._published.complete
