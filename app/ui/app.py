@@ -55,6 +55,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
                                       for a, k in self.key_names.items()}, config_file_shown())
         self.main = MainScreen(self.session, context=context, watch_files=watch_files, blink=blink,
                                welcome=first, keys=self.key_names)
+        if knowledge is not None:  # the map follows the watcher's events (the LiveTree's)
+            self.main.live.on_update = knowledge.saw_update
         themes, self._theme_problems = load_themes()
         self.theme_names = [t.name for t in themes]
         for t in themes:

@@ -77,9 +77,6 @@ class MainScreen(FrameTickScreen):
         self.key_names = keys or actions.key_names()  # action id -> keys bound (the retry hint names one)
         self.sync = FrameSync(session)
         self.live = LiveTree(session.ws, lambda: session.pending, session.write_lock)
-        if session.knowledge is not None:  # the map follows the watcher's events
-            know = session.knowledge
-            self.live.on_update = lambda u: know.saw(u.paths, u.git_changed)
         self.availability = Availability(session, self.live)
         self._initial_context = list(context)
         self.watch_files = watch_files

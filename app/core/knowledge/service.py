@@ -101,6 +101,10 @@ class Knowledge:
         if git_changed:
             self.builder.rescan()
 
+    def saw_update(self, update: Any) -> None:
+        """A LiveTree update (app/core/git/sync.py SyncUpdate: `paths`, `git_changed`)."""
+        self.saw(update.paths, update.git_changed)
+
     # -- the map in a request --------------------------------------------------------------
     def budget(self, provider: Provider) -> int:
         """Map tokens for this back-end's model (within its context window)."""
