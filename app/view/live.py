@@ -109,6 +109,7 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
         "model": session.provider.model,
         "format": session.fmt,
         "format_reason": session.fmt_reason,
+        "sent_in_full": session.sent.full or None,  # why it did not continue the conversation
         "stats": {
             "state": turn.state,
             "finish_reason": turn.finish_reason,

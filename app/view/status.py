@@ -152,6 +152,8 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
         texts += figure_parts(turn, stop_hint="Esc to stop", user=user)
         if session is not None and session.fmt_reason and turn is session.turn:
             texts.append(f"format {session.fmt}: {session.fmt_reason}")
+        if session is not None and session.sent.full and turn is session.turn:
+            texts.append(f"sent in full ({session.sent.full})")
     return StatusLine([Part(t, i) for i, t in enumerate(texts)])
 
 

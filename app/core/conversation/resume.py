@@ -139,4 +139,7 @@ def rewind_conversation(session: Session, turn: int) -> int:
         session.apply(cut)
     rebase_onto_disk(session)
     log.summary(session.saving.info())
+    # the conversation goes on from an earlier point: the next request cannot continue the
+    # last one sent, and its answer's title says so
+    session.sent.full_next = f"rewound to before turn {turn + 1}"
     return len(session.turns)
