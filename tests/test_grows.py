@@ -234,3 +234,24 @@ def test_the_continuation_check_catches_a_spliced_request():
     assert continuations([ws_a, {**ws_b, "previous_response_id": "resp_1"}], ["r1", "r2"],
                          ["resp_1", "resp_2"]) == [True]
 
+
+
+async def test_a_conversation_that_would_outgrow_the_window_starts_afresh_and_says_why(tmp_path):
+    server = await _serve([slot_answer(0), slot_answer(1), slot_answer(2)])
+    try:
+        ws = scripted_repo(init_repo(tmp_path / "repo"))
+        p = OpenAIChat(server.base_url, "replay")
+        s = Session(ws, p, fmt="search_replace", context=["slots.py"])
+        first = s.budget("add f0 and f1").used
+        p.context_window = int(first * 1.6)  # the first fits (75% of the window), two do not
+        await s.ask("add f0 and f1")
+        s.review.accept_all()
+        second = await s.ask("add f2 and f3")
+        await s.aclose()
+        bodies = server.stats.bodies
+    finally:
+        await server.close()
+    assert "sent in full (the conversation outgrew the model's context window)" in \
+        answer_title(second, s)
+    assert len(bodies[1]["messages"]) == 2  # afresh: the system prompt and the question
+    assert "def f0():" in bodies[1]["messages"][1]["content"]  # slots.py as it is now

@@ -171,20 +171,25 @@ class Conversation:
         return (self.rejections + fresh)[-prompts.REJECTIONS_KEPT:]
 
     def question(self, instruction: str, snapshots: list[Snapshot], fmt: str,
-                 pending: PendingDiff | None, *, interrupted: bool) -> tuple[str, bool, str]:
+                 pending: PendingDiff | None, *, interrupted: bool,
+                 window: int | None = None) -> tuple[str, bool, str]:
         """A new change set's message: (its text, whether it goes on with the conversation,
-        why it starts it afresh when it could have gone on)."""
-        taken = self.files.taken_away() if self.history else ""
+        why it starts it afresh when it could have gone on). It starts afresh when the user
+        took a file away, or when going on would not fit the model's context `window`."""
+        why = self.files.taken_away() if self.history else ""
         outlines = self.files.outlines(snapshots)
-        if self.history and not taken:
+        if self.history and not why:
             rules = prompts.system_prompt(fmt)
-            return prompts.next_message(
+            text = prompts.next_message(
                 instruction, self.files.unseen(snapshots), outlines,
                 decided=prompts.decisions(self.untold(pending)), interrupted=interrupted,
-                rules=None if rules == self.system else rules), True, ""
+                rules=None if rules == self.system else rules)
+            if self.budget(text, fmt, window).fits(0):
+                return text, True, ""
+            why = "the conversation outgrew the model's context window"
         return prompts.first_message(instruction, snapshots, outlines,
                                      rejected=self.rejected_so_far(pending),
-                                     interrupted=interrupted), False, taken
+                                     interrupted=interrupted), False, why
 
     def open(self, content: str, fmt: str, pending: PendingDiff | None,
              snapshots: list[Snapshot] | None, *, afresh: bool, agent: bool) -> list[dict[str, str]]:

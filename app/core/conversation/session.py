@@ -317,7 +317,8 @@ class Session:
                 continues = bool(self.history)
             else:
                 content, continues, taken = self.sent.question(
-                    instruction, snapshots, fmt, self.pending, interrupted=interrupted)
+                    instruction, snapshots, fmt, self.pending, interrupted=interrupted,
+                    window=self.provider.context_window)
                 full = full or taken
         else:
             assert self.pending is not None and previous is not None
