@@ -47,6 +47,7 @@ from websockets.exceptions import (
 
 from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request, SteerRefused
+from app.core.text import masking
 from app.providers import http_stream
 from app.providers.responses_wire import message, to_input
 from app.providers.ws_pool import Closed, Socket, SocketPool
@@ -118,6 +119,7 @@ class OpenAIResponses(Provider):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._key = api_key  # never logged, never part of a message
+        masking.remember(api_key)  # masked in whatever steer shows or saves
         self.connect_timeout = connect_timeout
         self.stall_timeout = stall_timeout
         self.retries = retries
