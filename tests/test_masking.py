@@ -135,3 +135,35 @@ def test_the_stream_mask_holds_nothing_back_when_no_key_could_begin():
     assert m.feed("cdefgh12!") == f"{MASK}!"
     assert m.feed("sk-abX") == "sk-abX"  # not the key after all: all of it at once
     assert m.end() == ""
+
+
+def test_on_a_terminal_no_frame_of_the_live_line_shows_the_start_of_the_key(repo):
+    """On a terminal the line being written is redrawn every frame, with the status after
+    it: a frame drawn while the key is half streamed must not show its first half. Every
+    byte written to a real pseudo-terminal is read back."""
+    import pty
+
+    master, slave = pty.openpty()
+    answer = f"Checking with {KEY} now.\n" + sr("f.txt", "line 3\n", "line three\n")
+    with ServerThread(replay=answer, rate=40, token=KEY) as server:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+               "STEER_API_KEY": KEY}
+        proc = subprocess.Popen([*STEER, "run", "check", "-f", "f.txt", "--base-url",
+                                 server.base_url, "--model", "m", "--format", "search_replace"],
+                                cwd=repo, env=env, stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        raw = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            raw += chunk
+        proc.communicate(timeout=60)
+        os.close(master)
+    text = raw.decode("utf-8", "replace")
+    assert proc.returncode == 0, text
+    assert f"Checking with {MASK} now." in text
+    assert KEY[:6] not in text and KEY not in text
