@@ -80,10 +80,12 @@ class ContextFiles:
 
     def budget(self, sent: Iterable[str], window: int | None, *, files: bool) -> budgets.Budget:
         """The next request's size against the model's context `window`: the texts it sends
-        and, with `files`, the context files as they would be sent."""
+        and the context files as they would be sent (`files` False: only those the
+        conversation has not shown yet)."""
         tokens = {rel: self.tokens(rel) for rel in self.paths}
         used = sum(budgets.estimate_tokens(t) for t in sent)
-        return budgets.Budget(used + (sum(tokens.values()) if files else 0), window, tokens)
+        used += sum(n for rel, n in tokens.items() if files or rel not in self.shown)
+        return budgets.Budget(used, window, tokens)
 
     def snapshots(self) -> list[Snapshot]:
         """Every context file as it is now (the bases of a new change set)."""
@@ -184,7 +186,8 @@ class Conversation:
                 instruction, self.files.unseen(snapshots), outlines,
                 decided=prompts.decisions(self.untold(pending)), interrupted=interrupted,
                 rules=None if rules == self.system else rules)
-            if self.budget(text, fmt, window).fits(0):
+            texts = [self.system or "", *(m["content"] for m in self.history), text]
+            if budgets.Budget(sum(map(budgets.estimate_tokens, texts)), window, {}).fits(0):
                 return text, True, ""
             why = "the conversation outgrew the model's context window"
         return prompts.first_message(instruction, snapshots, outlines,
