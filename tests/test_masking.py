@@ -167,3 +167,17 @@ def test_on_a_terminal_no_frame_of_the_live_line_shows_the_start_of_the_key(repo
     assert proc.returncode == 0, text
     assert f"Checking with {MASK} now." in text
     assert KEY[:6] not in text and KEY not in text
+
+
+def test_a_key_json_would_escape_is_masked_in_the_report_too(repo):
+    """A quote or a backslash in a key: --json writes it escaped, where no text search for
+    the key finds it; the report is masked before it is serialised."""
+    odd = 'sk-"quo\\ted-7Qm2Xv9Lp4'
+    with ServerThread(replay=leaking(odd), token=odd) as server:
+        out = steer(repo, "run", "check", "-f", "f.txt", "--base-url", server.base_url,
+                    "--model", "m", "--format", "search_replace", "--json",
+                    env={"STEER_API_KEY": odd})
+    assert out.returncode == 0, out.stderr
+    assert json.dumps(odd)[1:-1] not in out.stdout and odd not in out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    assert report["explanation"].startswith(f"I used your key {MASK} to check.")

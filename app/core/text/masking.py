@@ -59,6 +59,18 @@ def mask(text: str, secrets: Iterable[str] | None = None) -> str:
     return text
 
 
+def mask_tree(obj: object) -> object:
+    """Every string in a JSON-like tree masked (before it is serialised: an escaped key, a
+    quote or a backslash in it, would no longer read as the key)."""
+    if isinstance(obj, str):
+        return mask(obj)
+    if isinstance(obj, dict):
+        return {mask_tree(k): mask_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [mask_tree(v) for v in obj]
+    return obj
+
+
 class StreamMask:
     """Masks text that arrives in pieces: what `feed` returns never holds a key, nor the start
     of one whose rest may follow; `end` gives back what was held."""
