@@ -255,3 +255,34 @@ async def test_a_conversation_that_would_outgrow_the_window_starts_afresh_and_sa
         answer_title(second, s)
     assert len(bodies[1]["messages"]) == 2  # afresh: the system prompt and the question
     assert "def f0():" in bodies[1]["messages"][1]["content"]  # slots.py as it is now
+
+
+async def test_a_resumed_session_continues_the_servers_last_response_over_the_websocket(tmp_path):
+    """A session resumed in a new process (a new provider, no socket, nothing in memory)
+    still continues the response the server keeps: its id is saved with the answer."""
+    root = init_repo(tmp_path / "repo")
+    store = SessionStore(root)
+    server = await _serve([slot_answer(0), slot_answer(1), slot_answer(2)])
+    try:
+        ws = scripted_repo(root)
+        a = Session(ws, _provider("websocket", server), fmt="search_replace",
+                    context=["slots.py"])
+        resume.start(a, store)
+        await a.ask("add f0 and f1")
+        a.review.accept_all()
+        await a.ask("add f2 and f3")
+        a.review.reject_all("later")
+        await a.aclose()
+        b = Session(Workspace(root), _provider("websocket", server), fmt="search_replace")
+        resume.resume(b, store)
+        third = await b.ask("add f4 and f5")
+        await b.aclose()
+        bodies = server.stats.bodies
+        kept = list(server.responses.kept)
+    finally:
+        await server.close()
+    assert third.complete and len(bodies) == 3
+    assert bodies[2]["previous_response_id"] == kept[1]
+    assert [m["role"] for m in bodies[2]["input"]] == ["user"]
+    assert "(reason: later)" in bodies[2]["input"][0]["content"]
+    assert "sent in full" not in answer_title(third, b)

@@ -34,7 +34,7 @@ def state(session: Session) -> dict:
     return {
         "turns": [(t.kind, t.instruction, t.text, t.state, t.finish_reason, t.deltas,
                    t.steered_at) for t in session.turns],
-        "history": session.history,
+        "history": session.sent.history,
         "queue": session.queue,
         "context": session.context,
         "fmt": session.fmt,

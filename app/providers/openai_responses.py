@@ -109,7 +109,8 @@ def ws_url(base_url: str) -> str:
 
 class OpenAIResponses(Provider):
     name = "openai-responses"
-    capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close")
+    capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close",
+                                continue_from=True)
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = http_stream.CONNECT_TIMEOUT,
@@ -163,6 +164,10 @@ class OpenAIResponses(Provider):
         await self.pool.aclose()
         if self._http is not None:
             await self._http.aclose()
+
+    def continue_from(self, response_id: str, messages: list[dict[str, str]], answer: str) -> None:
+        fields, items = self._fields(Request(messages))
+        self.kept = _Kept(response_id, fields, items, answer)
 
     # -- a request -------------------------------------------------------------------------
     def _redact(self, text: str) -> str:
@@ -438,7 +443,9 @@ class OpenAIResponses(Provider):
                None if ans.finish is not None else
                Error("network", "the stream ended without a terminal event; the answer is "
                      "incomplete", retryable=True))
-        return [Done(ans.finish or "stop")] if err is None else [err, Done("error")]
+        kept = ans.rid if ans.finish in ("stop", "length") else None
+        return [Done(ans.finish or "stop", response_id=kept)] if err is None else [
+            err, Done("error")]
 
     def _host(self) -> str:
         return ws_url(self.base_url).split("/")[2]

@@ -20,6 +20,7 @@ from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import DECIDED, Hunk
+from app.core.provider import Provider
 from app.core.text.textfile import NotText
 
 
@@ -150,6 +151,7 @@ class Conversation:
         self.rejections: list[str] = []  # earlier change sets' rejected proposals, and why
         self.full = ""  # why the request now answered did not continue the conversation
         self.full_next = ""  # why the next one will not (a rewind says so)
+        self.response_id: str | None = None  # the server's id of the last answer, if it keeps it
         # what the request now streaming tells (kept once it reached the conversation: a
         # request that failed told the model nothing)
         self._telling: Telling = (None, set())
@@ -212,14 +214,25 @@ class Conversation:
         return [{"role": "system", "content": self.system}, *self.history,
                 {"role": "user", "content": content}]
 
-    def reached(self, messages: list[dict[str, str]], answer: str) -> None:
-        """The request reached the model, and this is its answer (as far as it got)."""
+    def reached(self, messages: list[dict[str, str]], answer: str, rid: str | None) -> None:
+        """The request reached the model, and this is its answer (as far as it got; `rid`:
+        the id the server keeps it by)."""
         self.history = [*messages[1:], {"role": "assistant", "content": answer}]
+        self.response_id = rid
         shown, told = self._telling
         if shown is not None:
             self.files.shown = shown
         self.told |= told
 
+    def resumed(self, provider: Provider) -> None:
+        """A session replayed in this process: a back-end that can, continues the response
+        its server keeps instead of sending the conversation again."""
+        if provider.capabilities.continue_from and self.response_id and self.history:
+            provider.continue_from(self.response_id, [
+                {"role": "system", "content": self.system or ""}, *self.history[:-1]],
+                self.history[-1]["content"])
+
     def reset(self) -> None:
         self.system, self.history, self.rejections = None, [], []
+        self.response_id = None
         self.told, self.files.shown = set(), {}

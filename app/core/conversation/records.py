@@ -125,6 +125,7 @@ class End(BaseModel):
     plan: list[tuple[str, str, str]] = []
     tools: list[tuple[str, str, str | None, str | None]] = []
     retries: list[tuple[int, int, float, str]] = []  # attempt, attempts, delay, reason
+    response_id: str | None = None  # the server keeps the answer by this id (Done.response_id)
 
 
 class Rebase(BaseModel):

@@ -64,6 +64,7 @@ def resume(session: Session, store: SessionStore, sid: str | None = None, *,
                        forked_from=meta.forked_from if meta else None)
         if cut is not None:  # the process ended mid-answer: that end is part of the story
             session.apply(cut)
+        session.sent.resumed(session.provider)  # the server may keep the last answer
         moved = rebase_onto_disk(session)
     except BaseException:  # Ctrl+C too: the log is closed, so its lock is released
         log.close()

@@ -58,6 +58,7 @@ from app.core.edits.formats import fragments, make_parser
 from app.core.edits.formats.base import StreamParser
 from app.core.edits.hunks import DECIDED, EditError, Resolver
 from app.core.events import (
+    Done,
     Error,
     Event,
     FileEdit,
@@ -100,6 +101,7 @@ class Session:
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
         self._messages: list[dict[str, str]] = []  # the request now streaming
+        self._rid: str | None = None  # the id its answer is kept by on the server (Done)
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
         self.journal = Journal.for_workspace(ws)
         # one write at a time (accept, undo), shared with the live rebase (app/core/git/sync.py)
@@ -113,11 +115,6 @@ class Session:
     @property
     def context(self) -> list[str]:
         return self.files.paths
-
-    @property
-    def history(self) -> list[dict[str, str]]:
-        """The conversation sent so far, after the system prompt."""
-        return self.sent.history
 
     @property
     def outlined(self) -> set[str]:
@@ -221,7 +218,7 @@ class Session:
         failed = self.failed
         if failed is None:
             return None
-        if failed.kind == "ask" and not self.history:
+        if failed.kind == "ask" and not self.sent.history:
             return self._start(failed.instruction, "ask")
         return self._start(failed.instruction, failed.kind, content=failed.content)
 
@@ -314,7 +311,7 @@ class Session:
             if caps.agent:
                 content, continues = instruction, False
             elif content is not None:  # a failed question asked again, as it was
-                continues = bool(self.history)
+                continues = bool(self.sent.history)
             else:
                 content, continues, taken = self.sent.question(
                     instruction, snapshots, fmt, self.pending, interrupted=interrupted,
@@ -422,6 +419,8 @@ class Session:
                         log.reasoning(ev.text)
                     elif type(ev) is Retrying:  # the back-end waits: say so on screen
                         self.wake()
+                    elif type(ev) is Done:
+                        self._rid = ev.response_id
         except asyncio.CancelledError:
             if turn.live:
                 self._finalize(turn, parser, interrupted=True)
@@ -444,10 +443,11 @@ class Session:
         # the conversation continues from whatever the model managed to say; a request that
         # failed before it said anything never reached the conversation (a retry sends it
         # again, and the model must not see it twice)
+        rid, self._rid = (self._rid if turn.complete else None), None
         if not turn.failed:
-            self.sent.reached(self._messages, turn.text)
+            self.sent.reached(self._messages, turn.text, rid)
         if self.log is not None:
-            self.saving.save(end_record(turn))
+            self.saving.save(end_record(turn).model_copy(update={"response_id": rid}))
             self.saving.save_lists()
 
     # -- the log (app/core/conversation/log.py): what each record does ---------------------
@@ -523,6 +523,7 @@ class Session:
         if rec is None:
             rec = End(state="interrupted", finish_reason="cancelled", deltas=len(turn.chunks))
         restore_end(turn, rec)
+        self._rid = rec.response_id
         self._finalize(turn, self._parser, interrupted=rec.state == "interrupted")
         if rec.state != "interrupted":
             turn.state = rec.state
@@ -536,8 +537,7 @@ class Session:
 
     # -- saving (app/core/conversation/saving.py) ------------------------------------------
     def _decided(self, rec: Accept | Reject | Undo) -> None:
-        """A decision the review carried out, for the log; an accept is a checkpoint of this
-        turn."""
+        """A decision the review carried out, for the log; an accept checkpoints its turn."""
         if type(rec) is Accept:
             rec.turn = max(len(self.turns) - 1, 0)
             self._checkpoint(rec)
