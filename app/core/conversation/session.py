@@ -9,8 +9,8 @@ new change set on fresh snapshots of the disk.
 The conversation sent only grows (DESIGN rule 10): a new change set appends what is new (the
 files that changed since the model saw them, the decisions it was not told) after the
 conversation so far, never edits an earlier message, so every request continues the last
-(previous_response_id, server prefix caches). Only a rewind, or a file the user took out of
-the context, starts it afresh, and the answer's title says why (`sent_full`).
+(previous_response_id, server prefix caches). Only a rewind, a file the user took out of
+the context, or a window it would overflow starts it afresh; the title says why (sent.full).
 """
 
 from __future__ import annotations
