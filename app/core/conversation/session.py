@@ -1,9 +1,17 @@
 """A conversation about one change set: turns, prompts, steering, queued follow-ups.
 
-A change set is a PendingDiff over bases snapshotted at its first request. While it has
-undecided hunks, a new message (redirect, follow-up) continues it: the model sees its answer
-and the user's decisions, and new edits land in the same pending diff. Once everything is
-decided, the next message starts a new change set on fresh snapshots of the disk."""
+A change set is a PendingDiff over bases snapshotted when its first request was made. While
+it still has undecided hunks, every new message (a redirect, a follow-up) continues the same
+change set: the model sees its own previous answer and the user's decisions, and its new
+edits land in the same pending diff. Once everything is decided, the next message starts a
+new change set on fresh snapshots of the disk.
+
+The conversation sent only grows (DESIGN rule 10): a new change set appends what is new (the
+files that changed since the model saw them, the decisions it was not told) after the
+conversation so far, never edits an earlier message, so every request continues the last
+(previous_response_id, server prefix caches). Only a rewind, a file the user took out of
+the context, or a window it would overflow starts it afresh; the title says why (sent.full).
+"""
 
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ from typing import Literal
 from app.core.conversation import context_budget as budgets
 from app.core.conversation import prompts
 from app.core.conversation.agent import AGENT_EVENTS, AgentHost, ProseOnly
-from app.core.conversation.context import ContextError, ContextFiles
+from app.core.conversation.context import ContextError, ContextFiles, Conversation
 from app.core.conversation.log import SessionLog
 from app.core.conversation.records import (
     Accept,
@@ -51,6 +59,7 @@ from app.core.edits.formats.base import StreamParser
 from app.core.edits.hunks import DECIDED, EditError, Resolver
 from app.core.events import (
     LOOKUP_EVENTS,
+    Done,
     Error,
     Event,
     FileEdit,
@@ -86,7 +95,7 @@ class Session:
         self._data_signalled = False
         self.pending: PendingDiff | None = None
         self.review: Review | None = None
-        self.history: list[dict] = []
+        self.sent = Conversation(self.files)  # what the model was sent (context.py)
         self.turns: list[Turn] = []
         self.queue: list[str] = []
         self._task: asyncio.Task[None] | None = None
@@ -94,6 +103,7 @@ class Session:
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
         self._messages: list[dict] = []  # the request now streaming
+        self._rid: str | None = None  # the id its answer is kept by on the server (Done)
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
         self.journal = Journal.for_workspace(ws)
         # one write at a time (accept, undo), shared with the live rebase (app/core/git/sync.py)
@@ -101,11 +111,8 @@ class Session:
         # what checkpoints need: each accept's journal step with the turn it belongs to
         self.accepts: list[tuple[int, str]] = []
         self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
-        self.rejections: list[str] = []  # earlier change sets' rejected proposals, and why
         self._resolver: Resolver = ws  # what the pending diff reads bases through
-        # the repository map and look-ups (knowledge/service.py), the map version sent
-        self.knowledge: Knowledge | None = None
-        self._map: int | None = None
+        self.knowledge: Knowledge | None = None  # the repository map, look-ups (service.py)
 
     # -- context (app/core/conversation/context.py) -------------------------------------------
     @property
@@ -130,15 +137,10 @@ class Session:
         return self.files.tokens(rel, outline=outline)
 
     def budget(self, draft: str = "") -> budgets.Budget:
-        """The next request's size against the window: a follow-up's conversation, or a new
-        question's context files and map."""
+        """The next request's size against the model's context window (and the map's)."""
         fmt = self.fmt if self.turn else self.fmt_choice
-        follow = self._open_change_set()
-        sent = [prompts.system_prompt(fmt), draft, *(m.get("content") or m.get("output") or ""
-                                                     for m in self.history if follow)]
-        b = self.files.budget(sent, self.provider.context_window, files=not follow)
-        b.used += self.knowledge.budget(self.provider) if self.knowledge and not follow else 0
-        return b
+        tokens = self.knowledge.budget(self.provider) if self.knowledge else 0
+        return self.sent.budget(draft, fmt, self.provider.context_window, map_tokens=tokens)
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -159,10 +161,6 @@ class Session:
         turn = self.turn
         return (self._task is not None and not self._task.done() and turn is not None
                 and turn.live)
-
-    def _open_change_set(self) -> bool:
-        return self.pending is not None and any(h.state not in DECIDED  # open or streaming
-                                                for h in self.pending.hunks)
 
     @property
     def tentative(self) -> str:
@@ -186,7 +184,9 @@ class Session:
         """Send a message. While an answer streams, this is a redirect."""
         if self.streaming:
             return self.redirect(instruction)
-        return self._start(instruction, "follow-up" if self._open_change_set() else "ask")
+        pending = self.pending  # with hunks open or streaming: the change set goes on
+        going_on = pending is not None and any(h.state not in DECIDED for h in pending.hunks)
+        return self._start(instruction, "follow-up" if going_on else "ask")
 
     @property
     def refused(self) -> list[EditError]:
@@ -202,7 +202,7 @@ class Session:
             return None
         snaps = self.files.now(e.path for e in errors if e.path)
         text = prompts.retry_message([(e.path, e.message) for e in errors], snaps)
-        content = prompts.steer_message(text, self.pending.hunks, interrupted=False)
+        content = prompts.steer_message(text, self.sent.untold(self.pending), interrupted=False)
         return self._start("retry the edits that could not be applied", "follow-up",
                            content=content)
 
@@ -218,7 +218,7 @@ class Session:
         failed = self.failed
         if failed is None:
             return None
-        if failed.kind == "ask":
+        if failed.kind == "ask" and not self.sent.history:
             return self._start(failed.instruction, "ask")
         return self._start(failed.instruction, failed.kind, content=failed.content)
 
@@ -246,7 +246,7 @@ class Session:
     def _steer(self, instruction: str) -> Turn:
         assert self.pending is not None and self._task is not None
         turn = Turn(instruction, "redirect")  # its clock starts now: redirect -> first token
-        content = prompts.steer_message(instruction, self.pending.hunks, interrupted=True)
+        content = prompts.steer_message(instruction, self.sent.untold(self.pending), interrupted=True)
         req = Request([{"role": "user", "content": content}], model=self.provider.model,
                       max_tokens=self.max_tokens, temperature=self.temperature)
         self._steering = self._task
@@ -300,13 +300,23 @@ class Session:
         previous = self.turn
         caps, know = self.provider.capabilities, self.knowledge
         snapshots: list[Snapshot] | None = None
+        full, self.sent.full_next = self.sent.full_next, ""
+        continues = None
         if kind == "ask":  # with the files the instruction names (service.py: `named`)
             snapshots = self.files.snapshots() + self.files.now(
                 know.named(instruction, self.context) if know is not None else ())
-            fmt, self.fmt_reason, content = prompts.opening(
-                instruction, snapshots, self.files.outlines(snapshots), caps,
-                self.provider.model, self.fmt_choice, rejected=self._rejected_so_far(),
-                interrupted=previous is not None and previous.state == "interrupted")
+            fmt, self.fmt_reason = prompts.pick_format(caps, self.provider.model,
+                                                       self.fmt_choice, snapshots)
+            interrupted = previous is not None and previous.state == "interrupted"
+            if caps.agent:
+                content, continues = instruction, False
+            elif content is not None:  # a failed question asked again, as it was
+                continues = bool(self.sent.history)
+            else:
+                content, continues, taken = self.sent.question(
+                    instruction, snapshots, fmt, self.pending, interrupted=interrupted,
+                    window=self.provider.context_window)
+                full = full or taken
         else:
             assert self.pending is not None and previous is not None
             if (self.fmt == "agent") != caps.agent:  # a resumed session, another back-end
@@ -314,18 +324,19 @@ class Session:
                                    "back-end now is not one, or the other way round: decide its "
                                    "open hunks first, or resume it with the same back-end")
             if content is None:
-                content = prompts.steer_message(instruction, self.pending.hunks,
+                content = prompts.steer_message(instruction, self.sent.untold(self.pending),
                                                 interrupted=previous.state == "interrupted")
             fmt = self.fmt
         turn = turn or Turn(instruction, kind)
         bases = snapshots if snapshots is not None else self._snapshots
         prefill = prompts.prefill(fmt, bases) if caps.prefill else ""
-        repo_map, self._map = know.items(kind == "ask" and not self._continues(), self._map,
-                                         instruction, bases, self.provider) if know else ([], None)
+        fresh = kind == "ask" and not continues  # the map in full, else what changed
+        repo_map, self.sent.map_next = know.items(fresh, self.sent.map_version, instruction,
+                                                  bases, self.provider) if know else ([], None)
         rec = TurnRec(kind=kind, instruction=instruction, content=content, fmt=fmt,
                       agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
-                      time=time.time(), map=repo_map)
+                      continues=continues, full=full, time=time.time(), map=repo_map)
         self._open_turn(rec, turn, snapshots)
         req = prompts.request(self._messages, caps, self.provider.model, fmt, bases,
                               first=kind == "ask", prefill=prefill, max_tokens=self.max_tokens,
@@ -339,10 +350,10 @@ class Session:
     def _open_turn(self, rec: TurnRec, turn: Turn, snapshots: list[Snapshot] | None) -> None:
         """What a request opens: a change set for an ask, the conversation so far, the
         parser. Shared by a live turn and one replayed from the session's log."""
+        afresh = not rec.continues if rec.continues is not None else not (  # an older log:
+            self.turn is not None and self.turn.state in ("interrupted", "error"))  # went on
+        old_pending = self.pending
         if snapshots is not None:
-            self.rejections = self._rejected_so_far()
-            if not self._continues():
-                self.history = []
             self._snapshots = snapshots
             self.pending = PendingDiff(self._resolver, snapshots)
             self.pending.on_rebase = self._rebased
@@ -357,10 +368,9 @@ class Session:
         # a whole-file answer showing part of a file keeps the rest, unless this instruction
         # may mean deleting code (then the deletion is proposed, flagged)
         self.pending.removal_asked = fragments.asks_removal(rec.instruction)
-        messages = [{"role": "user", "content": rec.content}] if rec.agent else [
-            {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
-            *({"role": "user", "content": m} for m in rec.map),
-            {"role": "user", "content": rec.content}]
+        messages = self.sent.open(rec.content, self.fmt, old_pending, snapshots,
+                                  afresh=afresh, agent=rec.agent, repo_map=rec.map)
+        self.sent.full = rec.full
         turn.prose_from = len(self.pending.prose)
         turn.pending, turn.pturn = self.pending, self.pending.turn
         turn.content = rec.content
@@ -372,17 +382,6 @@ class Session:
         self.saving.save_lists()
         if rec.prefill:
             self._feed(turn, rec.prefill)
-
-    def _continues(self) -> bool:
-        """A new change set keeps the conversation after an answer cut short (never dropped)."""
-        previous = self.turn
-        return previous is not None and previous.state in ("interrupted", "error")
-
-    def _rejected_so_far(self) -> list[str]:
-        """Rejections a new change set keeps: earlier ones, then its predecessor's (and why)."""
-        pending = self.pending
-        fresh = prompts.rejected_lines(pending.hunks) if pending is not None else []
-        return (self.rejections + fresh)[-prompts.REJECTIONS_KEPT:]
 
     def _feed(self, turn: Turn, text: str) -> None:
         """Text of `turn` not from the back-end now (a prefill, a resume's), through the parser."""
@@ -426,6 +425,8 @@ class Session:
                         log.reasoning(ev.text)
                     elif type(ev) is Retrying:  # the back-end waits: say so on screen
                         self.wake()
+                    elif type(ev) is Done:
+                        self._rid = ev.response_id
         except asyncio.CancelledError:
             if turn.live:
                 self._finalize(turn, parser, interrupted=True)
@@ -445,15 +446,14 @@ class Session:
         pending.feed(parser.finish(complete=turn.complete))
         pending.finish()
         self.agent.end_turn()
-        # the conversation continues from whatever the model managed to say; a request that
-        # failed before it said anything never reached the conversation (a retry sends it
-        # again, and the model must not see it twice)
-        if not turn.failed:  # with what the look-ups added, as they were sent
+        # the conversation goes on from whatever the model said, with its look-ups as sent; a
+        # request failed before it said anything never reached it (a retry sends it again)
+        rid, self._rid = (self._rid if turn.complete else None), None
+        if not turn.failed:
             items, said = self.knowledge.exchange(turn) if self.knowledge else ([], 0)
-            self.history = [*self._messages[1:], *items,
-                            {"role": "assistant", "content": turn.text[said:]}]
+            self.sent.reached(self._messages, turn.text[said:], rid, items)
         if self.log is not None:
-            self.saving.save(end_record(turn))
+            self.saving.save(end_record(turn).model_copy(update={"response_id": rid}))
             self.saving.save_lists()
 
     # -- the log (app/core/conversation/log.py): what each record does ---------------------
@@ -526,6 +526,7 @@ class Session:
         if rec is None:
             rec = End(state="interrupted", finish_reason="cancelled", deltas=len(turn.chunks))
         restore_end(turn, rec)
+        self._rid = rec.response_id
         self._finalize(turn, self._parser, interrupted=rec.state == "interrupted")
         if rec.state != "interrupted":
             turn.state = rec.state
@@ -539,7 +540,7 @@ class Session:
 
     # -- saving (app/core/conversation/saving.py) ------------------------------------------
     def _decided(self, rec: Accept | Reject | Undo) -> None:
-        """A decision the review carried out, for the log (an accept: a checkpoint)."""
+        """A decision the review carried out, for the log; an accept checkpoints its turn."""
         if type(rec) is Accept:
             rec.turn = max(len(self.turns) - 1, 0)
             self._checkpoint(rec)
@@ -566,11 +567,10 @@ class Session:
         """Forget the conversation and the change set (a rewind replays what stands)."""
         if self.streaming:
             raise RuntimeError("an answer is streaming")
-        self.turns, self.history, self.queue = [], [], []
+        self.turns, self.queue, self.accepts, self.file_steps = [], [], [], []
+        self.sent.reset()
         self.context.clear()
-        self.pending = self.review = None
-        self._snapshots = []
-        self.accepts, self.rejections, self.file_steps = [], [], []
+        self.pending, self.review, self._snapshots = None, None, []
         self.saving.forget_lists()
         self.agent = AgentHost(self)
 
