@@ -315,8 +315,14 @@ async def test_look_ups_over_the_responses_api(tree, transport):
         assert first["tool_choice"] == "auto"
         inp = second["input"]
         outputs = [i for i in inp if i.get("type") == "function_call_output"]
-        assert [i["type"] for i in inp if i.get("type", "message") != "message"] == [
-            "function_call", "function_call", "function_call_output", "function_call_output"]
+        kinds = [i["type"] for i in inp if i.get("type", "message") != "message"]
+        if transport == "websocket":  # the round continues the response that made the calls
+            assert second["previous_response_id"] == list(server.responses.kept)[0]
+            assert kinds == ["function_call_output", "function_call_output"] == \
+                [i["type"] for i in inp]
+        else:  # every request carries everything
+            assert kinds == ["function_call", "function_call", "function_call_output",
+                             "function_call_output"]
         lines = CLI.splitlines()
         assert outputs[0]["output"] == (f"pkg/cli.py lines 4-5 of 11:\n4: {lines[3]}\n"
                                         f"5: {lines[4]}\n")
@@ -430,3 +436,50 @@ def test_any_call_a_model_makes_gets_an_answer_and_a_one_line_card(tree, name, r
     assert isinstance(done.text, str) and done.text
     assert "\n" not in done.card and len(done.card) <= 200
     assert "hunter2" not in done.text  # .env is never shown unless the user added it
+
+
+@pytest.mark.parametrize("transport", ["websocket", "chat_sse"])
+async def test_a_turn_after_a_look_up_round_continues_the_conversation_on_the_wire(tree, transport):
+    """Three turns, the second with a look-up round: every request continues the one before
+    (over the WebSocket, previous_response_id with only the new items; over Chat Completions,
+    the earlier request's messages byte for byte, then what is new)."""
+    from app.providers.openai_responses import OpenAIResponses
+
+    calls = {2: [{"name": "read", "arguments": {"path": "pkg/util.py"}}]}
+    server = ChatServer(replay=["first.\n", "", "second.\n", "third.\n"], tool_calls=calls)
+    await server.start()
+    know = Knowledge(tree, cache=False, workers=0).start()
+    assert await asyncio.to_thread(know.builder.wait, 60)
+    provider = (OpenAIResponses(server.base_url, "replay") if transport == "websocket"
+                else OpenAIChat(server.base_url, "replay"))
+    session = Session(Workspace(tree), provider, fmt="search_replace")
+    session.knowledge = know
+    try:
+        for words in ("what does build_parser do?", "and greet?", "thanks"):
+            turn = await session.ask(words)
+            assert turn.complete, turn.error
+        bodies, kept = list(server.stats.bodies), list(server.responses.kept)
+    finally:
+        await session.aclose()
+        know.close()
+        await server.close()
+    assert len(bodies) == 4  # turn 2 took two requests: the look-up, then the answer
+    if transport == "websocket":
+        assert "previous_response_id" not in bodies[0]
+        for i in (1, 2, 3):
+            assert bodies[i].get("previous_response_id") == kept[i - 1], i
+        # the look-up's answer goes after the call the server kept; the next question after
+        # the answer it kept: nothing is sent twice
+        assert [i["type"] for i in bodies[2]["input"]] == ["function_call_output"]
+        assert bodies[2]["input"][0]["output"].startswith("pkg/util.py lines 1-2 of 2:")
+        assert [(i["type"], i["role"]) for i in bodies[3]["input"]] == [("message", "user")]
+        assert bodies[3]["input"][0]["content"].endswith("thanks")
+    else:
+        for i in (1, 2, 3):
+            before, now = bodies[i - 1]["messages"], bodies[i]["messages"]
+            grown = json.dumps(now[:len(before)], ensure_ascii=False)
+            assert grown == json.dumps(before, ensure_ascii=False), i
+            assert len(now) > len(before) + (0 if i == 2 else 1), i
+        three = bodies[3]["messages"]
+        assert [m["role"] for m in three[len(bodies[2]["messages"]):]] == ["assistant", "user"]
+        assert three[len(bodies[2]["messages"])]["content"] == "second.\n"

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass, field
+from typing import Any
 
 # -- client side: chat messages <-> Responses input ---------------------------------------------
 
@@ -34,6 +36,60 @@ def to_input(messages: list[dict]) -> tuple[str | None, list[dict]]:
 
 def message(role: str, content: str) -> dict:
     return {"type": "message", "role": role, "content": content}
+
+
+def call_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A `function_call` output item as the next request sends it back (the input item)."""
+    return {"type": "function_call", "call_id": item.get("call_id"), "name": item.get("name"),
+            "arguments": str(item.get("arguments") or "")}
+
+
+@dataclass
+class Kept:
+    """The last response a client saw complete: what the server keeps of it."""
+
+    rid: str
+    fields: dict
+    input: list[dict]
+    output: str
+    calls: list[dict] = field(default_factory=list)  # its function calls (call_item)
+
+    def continued_by(self, fields: dict, items: list[dict]) -> list[dict] | None:
+        """The items a request sends after this response, when it continues it (the same
+        model and instructions, its input extending this one's plus the answer, or plus its
+        calls: a look-up round's next request): None when it does not. Settings per request
+        (max tokens, temperature, the tools offered) do not matter."""
+        if any(fields.get(k) != self.fields.get(k) for k in ("model", "instructions")):
+            return None
+        known = [*self.input, *(self.calls or [message("assistant", self.output)])]
+        if len(items) > len(known) and items[: len(known)] == known:
+            return items[len(known):]
+        return None
+
+
+def ws_url(base_url: str) -> str:
+    """https://host/v1 -> wss://host/v1/responses (http -> ws)."""
+    base = base_url.rstrip("/")
+    if base.startswith("https://"):
+        base = "wss://" + base[8:]
+    elif base.startswith("http://"):
+        base = "ws://" + base[7:]
+    return base + "/responses"
+
+
+CLOSE_CODES = {1000: "normal closure", 1001: "going away", 1002: "protocol error",
+               1003: "unsupported data", 1006: "dropped without a close frame",
+               1007: "invalid data", 1008: "policy violation", 1009: "message too big",
+               1011: "internal server error", 1012: "service restart", 1013: "try again later"}
+
+
+def wire_status(obj: dict) -> int | None:
+    """The HTTP status an `error` event stands for: its own, or the one its code implies."""
+    status = obj.get("status")
+    if isinstance(status, int):
+        return status
+    code = str((obj.get("error") or {}).get("code") or "")
+    return {"invalid_api_key": 401, "forbidden": 403, "rate_limit_exceeded": 429}.get(code)
 
 
 def from_input(raw: object) -> list[dict[str, str]]:
