@@ -287,6 +287,12 @@ async def test_files_the_instruction_names_join_that_turn_and_one_key_drops_them
     session.review.reject_all()
     await session.ask("now util.py again")  # dropped for one request only
     assert "def greet" in server.stats.bodies[2]["messages"][-1]["content"]
+    # a named file is no context file the user took away: each question goes on with the
+    # conversation (the same prefix), and the title says nothing of "sent in full"
+    bodies = [b["messages"] for b in server.stats.bodies]
+    for before, now in zip(bodies, bodies[1:], strict=False):
+        assert now[:len(before)] == before and now[len(before)]["role"] == "assistant"
+    assert session.sent.full == ""
 
 
 @pytest.mark.parametrize("transport", ["websocket", "sse"])
