@@ -465,6 +465,8 @@ async def test_a_turn_after_a_look_up_round_continues_the_conversation_on_the_wi
             turn = await session.ask(words)
             assert turn.complete, turn.error
         bodies, kept = list(server.stats.bodies), list(server.responses.kept)
+        # the status line's budget reads the look-up items too (a call has no "content")
+        assert session.budget("").used > sum(len(json.dumps(b)) for b in bodies[-1:]) / 8
     finally:
         await session.aclose()
         know.close()
@@ -489,3 +491,23 @@ async def test_a_turn_after_a_look_up_round_continues_the_conversation_on_the_wi
         three = bodies[3]["messages"]
         assert [m["role"] for m in three[len(bodies[2]["messages"]):]] == ["assistant", "user"]
         assert three[len(bodies[2]["messages"])]["content"] == "second.\n"
+
+
+async def test_the_budget_counts_the_map_then_the_conversation_with_its_look_ups(rig):
+    from app.core.conversation.context_budget import estimate_tokens
+
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py"}}]}
+    session, server, know = await rig(["", "it parses.\n"], tool_calls=calls)
+    before = session.budget("what does build_parser do?").used
+    session.knowledge = None
+    bare = session.budget("what does build_parser do?").used
+    session.knowledge = know
+    assert before - bare == know.budget(session.provider) > 0  # a first question: the map
+    turn = await session.ask("what does build_parser do?")
+    assert turn.complete, turn.error
+    sent = server.stats.bodies[1]["messages"]  # with the call and the file it read
+    assert any(m["role"] == "tool" and "def build_parser" in m["content"] for m in sent)
+    texts = [m["content"] for m in sent if isinstance(m.get("content"), str)]
+    after = session.budget("").used  # the conversation so far: the map is in it once
+    assert after >= sum(map(estimate_tokens, texts)) + estimate_tokens("it parses.\n")
+    assert after < sum(map(estimate_tokens, texts)) + know.budget(session.provider) + 200

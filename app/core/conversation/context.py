@@ -12,6 +12,7 @@ question is sent in full: the model must stop seeing it).
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -142,10 +143,8 @@ Telling = tuple[dict[str, tuple[bool, str | None]] | None, set[tuple[int, str]]]
 
 def _text(item: dict[str, Any]) -> str:
     """The text an item of the conversation sends (a message, a look-up's call or output)."""
-    for key in ("content", "output", "arguments"):
-        if isinstance(item.get(key), str):
-            return str(item[key])
-    return ""
+    texts = [str(item[k]) for k in ("content", "output", "arguments") if isinstance(item.get(k), str)]
+    return "\n".join([*texts, *(json.dumps(c) for c in item.get("tool_calls") or ())])
 
 
 class Conversation:
