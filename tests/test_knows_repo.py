@@ -511,3 +511,44 @@ async def test_the_budget_counts_the_map_then_the_conversation_with_its_look_ups
     after = session.budget("").used  # the conversation so far: the map is in it once
     assert after >= sum(map(estimate_tokens, texts)) + estimate_tokens("it parses.\n")
     assert after < sum(map(estimate_tokens, texts)) + know.budget(session.provider) + 200
+
+
+async def test_a_steer_after_the_map_changed_sends_its_words_only_and_the_next_continues(tree):
+    """A native steer (WebSocket) sends the user's words only: the map's update waits for the
+    next request, so the conversation kept is what the server has, and the next continues."""
+    from app.providers.openai_responses import OpenAIResponses
+
+    long = "word " * 4000
+    server = ChatServer(replay=[long, "changed course.\n", "ok.\n"], rate=400, record_frames=True)
+    await server.start()
+    know = Knowledge(tree, cache=False, workers=0).start()
+    assert await asyncio.to_thread(know.builder.wait, 60)
+    provider = OpenAIResponses(server.base_url, "replay")
+    session = Session(Workspace(tree), provider, fmt="search_replace")
+    session.knowledge = know
+    try:
+        await provider.warm()
+        old = session.start("annotate everything")
+        while old.deltas < 5:
+            await asyncio.sleep(0.01)
+        (tree / "pkg/extra.py").write_text("def brand_new_function():\n    pass\n")
+        know.saw(["pkg/extra.py"])
+        assert await asyncio.to_thread(know.builder.wait, 30)
+        assert old.live  # still streaming: the redirect steers it
+        turn = session.redirect("stop, list the files instead")
+        await session.wait()
+        assert turn.complete and old.finish_reason == "steered"
+        await session.ask("thanks")
+        bodies = list(server.stats.bodies)
+        out = [json.loads(t) for d, t in server.stats.frames if d == "out"]
+    finally:
+        await session.aclose()
+        know.close()
+        await server.close()
+    created = [e["response"]["id"] for e in out if e["type"] == "response.created"]
+    assert len(bodies) == 2 and len(created) == 3  # the steer needed no request
+    assert bodies[1]["previous_response_id"] == created[1]  # the successor, continued
+    texts = [i["content"] for i in bodies[1]["input"]]
+    assert texts[-1].endswith("thanks")
+    # the update goes with the request after the steer, once
+    assert sum("brand_new_function" in t for t in texts) == 1

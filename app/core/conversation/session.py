@@ -195,8 +195,7 @@ class Session:
         return [e for e in pending.errors if e.turn == pending.turn] if pending else []
 
     def retry_refused(self) -> Turn | None:
-        """Ask the model to redo the edits that could not be applied, showing it the files
-        as they are now (a follow-up: decisions so far are kept and told)."""
+        """Ask the model to redo the edits it could not apply, with the files as they are now."""
         errors = self.refused
         if not errors or self.streaming or self.pending is None:
             return None
@@ -330,9 +329,10 @@ class Session:
         turn = turn or Turn(instruction, kind)
         bases = snapshots if snapshots is not None else self._snapshots
         prefill = prompts.prefill(fmt, bases) if caps.prefill else ""
-        fresh = kind == "ask" and not continues  # the map in full, else what changed
-        repo_map, self.sent.map_next = know.items(fresh, self.sent.map_version, instruction,
-                                                  bases, self.provider) if know else ([], None)
+        # the map's new items (in full for a new conversation); a steer sends its words only
+        fresh, held = kind == "ask" and not continues, self.sent.map_version
+        repo_map, self.sent.map_next = know.items(fresh, held, instruction, bases, self.provider
+                                                  ) if know and events is None else ([], held)
         rec = TurnRec(kind=kind, instruction=instruction, content=content, fmt=fmt,
                       agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
