@@ -23,7 +23,8 @@ same objects as over SSE (app/providers/responses_wire.py has the shapes).
 - When the upgrade is refused (426, 404, 405, 501, or a plain HTTP answer) every request
   goes over HTTP SSE to POST /responses instead.
 - Look-ups (Request.tools) go as function tools: each `function_call` item is a LookupCall once
-  the response completes; the next round sends the calls and their `function_call_output`s.
+  the response completes; the next round continues that response (its calls are what the
+  server kept: `Kept.calls`) with their `function_call_output`s.
 - The API key is sent on the upgrade request only (and on SSE requests), never logged:
   websockets' logger is held above DEBUG, and server text is redacted before it is shown.
 """
