@@ -552,3 +552,48 @@ async def test_a_steer_after_the_map_changed_sends_its_words_only_and_the_next_c
     assert texts[-1].endswith("thanks")
     # the update goes with the request after the steer, once
     assert sum("brand_new_function" in t for t in texts) == 1
+
+
+@pytest.mark.parametrize("transport", ["websocket", "chat_sse"])
+async def test_a_resumed_session_keeps_the_look_ups_and_goes_on_where_it_was(tree, transport):
+    """The look-up round's items are in the session log: a session resumed in a new process
+    sends the conversation the server has (Chat: the same prefix, calls and outputs included;
+    WebSocket: only the new question after the response the server kept)."""
+    from app.core.conversation import resume
+    from app.core.conversation.store import SessionStore
+    from app.providers.openai_responses import OpenAIResponses
+
+    def provider():
+        return (OpenAIResponses(server.base_url, "replay") if transport == "websocket"
+                else OpenAIChat(server.base_url, "replay"))
+
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/util.py"}}]}
+    server = ChatServer(replay=["", "it greets.\n", "ok.\n"], tool_calls=calls)
+    await server.start()
+    know = Knowledge(tree, cache=False, workers=0).start()
+    assert await asyncio.to_thread(know.builder.wait, 60)
+    store = SessionStore(tree)
+    try:
+        a = Session(Workspace(tree), provider(), fmt="search_replace")
+        a.knowledge = know
+        resume.start(a, store)
+        assert (await a.ask("what does greet do?")).complete
+        await a.aclose()
+        b = Session(Workspace(tree), provider(), fmt="search_replace")
+        b.knowledge = know
+        resume.resume(b, store)
+        assert b.sent.history == a.sent.history  # the look-ups too, as they were sent
+        assert (await b.ask("thanks")).complete
+        await b.aclose()
+        bodies, kept = list(server.stats.bodies), list(server.responses.kept)
+    finally:
+        know.close()
+        await server.close()
+    assert len(bodies) == 3
+    if transport == "websocket":
+        assert bodies[2]["previous_response_id"] == kept[1]
+        assert [i["role"] for i in bodies[2]["input"]] == ["user"]
+    else:
+        before = [*bodies[1]["messages"], {"role": "assistant", "content": "it greets.\n"}]
+        assert bodies[2]["messages"][:len(before)] == before
+        assert [m["role"] for m in before].count("tool") == 1

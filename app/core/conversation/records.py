@@ -127,6 +127,8 @@ class End(BaseModel):
     tools: list[tuple[str, str, str | None, str | None]] = []
     retries: list[tuple[int, int, float, str]] = []  # attempt, attempts, delay, reason
     response_id: str | None = None  # the server keeps the answer by this id (Done.response_id)
+    lookups: list[dict] = []  # look-up rounds' items, as sent (Turn.lookups)
+    lookup_chars: int = 0
 
 
 class Rebase(BaseModel):

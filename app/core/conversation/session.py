@@ -450,8 +450,7 @@ class Session:
         # request failed before it said anything never reached it (a retry sends it again)
         rid, self._rid = (self._rid if turn.complete else None), None
         if not turn.failed:
-            items, said = self.knowledge.exchange(turn) if self.knowledge else ([], 0)
-            self.sent.reached(self._messages, turn.text[said:], rid, items)
+            self.sent.reached(self._messages, turn.text[turn.lookup_chars:], rid, turn.lookups)
         if self.log is not None:
             self.saving.save(end_record(turn).model_copy(update={"response_id": rid}))
             self.saving.save_lists()

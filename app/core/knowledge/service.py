@@ -25,7 +25,7 @@ import os
 import re
 import weakref
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,14 +50,14 @@ class Host(Protocol):
     tools: dict[str, ToolCall]
     size: int
     state: Any
+    lookups: list[dict]  # the rounds' items, as sent
+    lookup_chars: int  # the answer text those items hold
 
 
 @dataclass
 class _Spent:
     tokens: int = 0
     calls: int = 0
-    exchange: list[dict[str, Any]] = field(default_factory=list)
-    text_chars: int = 0  # the answer text that went into the exchange's items
 
 
 @dataclass(frozen=True)
@@ -225,17 +225,11 @@ class Knowledge:
             task = asyncio.get_running_loop().create_task(self._answer(turn, ev, spent,
                                                                        tuple(user_added)))
             ev.reply.add_done_callback(lambda _f: task.cancel())  # the answer was cut: stop too
-        elif type(ev) is ToolRound:
-            spent.exchange.extend(ev.items)
-            spent.text_chars = turn.size
+        elif type(ev) is ToolRound:  # the conversation keeps its items (Turn.lookups)
+            turn.lookups.extend(ev.items)
+            turn.lookup_chars = turn.size
         elif type(ev) is ToolsRefused:
             turn.tools["tools-refused"] = ToolCall("tools-refused", ev.message, "steer", "failed")
-
-    def exchange(self, turn: Host) -> tuple[list[dict[str, Any]], int]:
-        """The items `turn`'s look-up rounds added to the conversation, and the answer text
-        they hold (characters from the start of the turn's text)."""
-        spent = self._spent.get(turn)
-        return (list(spent.exchange), spent.text_chars) if spent else ([], 0)
 
     async def _answer(self, turn: Host, ev: LookupCall, spent: _Spent,
                       user_added: tuple[str, ...]) -> None:
