@@ -90,6 +90,13 @@ class Settings(BaseSettings):
     context_window: int | None = None  # the model's window in tokens, when steer cannot know it
     theme: str = DEFAULT_THEME
     keys: dict[str, str] = {}  # action -> key, overriding the defaults
+    # the repository map and look-ups (app/core/knowledge): the map's tokens in a request (a
+    # tiny model and a small window get less), whether the model may read, grep and list
+    # files itself, and how much per turn (rounds of calls, tokens of answers)
+    map_tokens: int = 1500
+    tools: bool = True
+    tool_rounds: int = 6
+    tool_tokens: int = 16_000
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

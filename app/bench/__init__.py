@@ -63,7 +63,10 @@ def main(argv: list[str]) -> int:
     x.add_argument("--files", type=int, default=50_000, help="files in the generated tree")
     x.add_argument("--instructions", type=int, default=50)
     x.add_argument("--budget", type=int, default=1500, help="map tokens (aider: --map-tokens)")
-    x.add_argument("--trees", default="stdlib,generated")
+    x.add_argument("--trees", default="stdlib,generated,launch",
+                   help="launch: `steer run` twice on a generated tree of --launch-files files, "
+                        "launch -> its request at a loopback server, and the map it carried")
+    x.add_argument("--launch-files", type=int, default=20_000)
     x.add_argument("--stdlib", help="another standard library folder")
     x.add_argument("--updates", type=int, default=10, help="single-file updates timed")
     x.add_argument("--no-aider", action="store_true", help="steer only")
@@ -109,7 +112,8 @@ def main(argv: list[str]) -> int:
                              budget=args.budget, aider=not args.no_aider,
                              aider_version=args.aider_version, aider_recall=args.aider_recall,
                              aider_recall_cap=args.aider_recall_cap, stdlib=args.stdlib,
-                             updates=args.updates, trees=args.trees, nice=args.nice)
+                             updates=args.updates, trees=args.trees, nice=args.nice,
+                             launch_files=args.launch_files)
     elif args.which == "cas":
         from app.bench import cas
         result = cas.run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)

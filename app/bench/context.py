@@ -30,7 +30,7 @@ from pathlib import Path
 from app.bench.trees import copy_stdlib, generate_tree, git_commit_all
 from app.core.knowledge.builder import MapBuilder
 from app.core.knowledge.cache import RACY
-from app.core.knowledge.render import estimate_tokens
+from app.core.knowledge.render import HEADER, HEADER_PATHS, estimate_tokens
 
 TEMPLATES = (
     "Make {name} raise a ValueError when it gets an empty input.",
@@ -294,6 +294,49 @@ def measure_aider(exe: Path, root: Path, asks: list[tuple[str, str, str]], budge
     return out
 
 
+# -- launch -> request, through `steer run` ------------------------------------------------------
+def _steer_run(root: Path, state: Path, instruction: str, server) -> dict:
+    """One `steer run` in a fresh process against the loopback server: launch -> the request
+    at the server, and what map it carried."""
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(state / "config")}
+    for var in ("STEER_PROVIDER", "STEER_BASE_URL", "STEER_MODEL", "STEER_API_KEY"):
+        env.pop(var, None)
+    seen = len(server.stats.bodies)
+    t0 = time.time()
+    done = subprocess.run([sys.executable, "-m", "app", "run", instruction, "-C", str(root),
+                           "--base-url", server.base_url, "--model", "replay", "--no-save",
+                           "--quiet"], env=env, capture_output=True, text=True, timeout=900)
+    total = time.time() - t0
+    arrived = server.stats.requests[seen] if len(server.stats.requests) > seen else None
+    body = server.stats.bodies[seen] if len(server.stats.bodies) > seen else {}
+    maps = [m.get("content") or "" for m in body.get("messages", [])[1:-1]]
+    kind = ("full" if maps and maps[0].startswith(HEADER) else
+            "paths only" if maps and maps[0].startswith(HEADER_PATHS) else "none")
+    return {"launch_to_request_s": round(arrived - t0, 3) if arrived else None,
+            "map": kind, "map_tokens": estimate_tokens(maps[0]) if maps else 0,
+            "tools_offered": [t["function"]["name"] for t in body.get("tools", [])],
+            "exit_code": done.returncode, "process_s": round(total, 2),
+            "stderr_tail": done.stderr.strip().splitlines()[-1:] if done.returncode else []}
+
+
+def measure_launch(files: int, work: Path) -> dict:
+    """A generated tree of `files` files: the first `steer run` (no cache) and the second
+    (the cache the first left), each from launch to its request at the server."""
+    from app.server.chat_server import ServerThread
+
+    root = work / f"launch-{files}"
+    defs = generate_tree(root, files)
+    time.sleep(RACY)
+    name = instructions(defs, 1)[0][0]
+    state = work / "launch-state"
+    with ServerThread(replay="Nothing to change.\n") as server:
+        first = _steer_run(root, state, name, server)
+        second = _steer_run(root, state, name, server)
+    return {"tree": {"generated_files": files, **_tree_facts(root)}, "instruction": name,
+            "first_run": first, "second_run": second,
+            "loadavg_1min": round(os.getloadavg()[0], 2)}
+
+
 # -- the run ----------------------------------------------------------------------------------
 def _tree_facts(root: Path) -> dict:
     files = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True,
@@ -304,8 +347,8 @@ def _tree_facts(root: Path) -> dict:
 
 def run(files: int = 50_000, n_instructions: int = 50, budget: int = 1500, aider: bool = True,
         aider_version: str = "0.86.2", aider_recall: int = 50, aider_recall_cap: float = 600.0,
-        stdlib: str | None = None, updates: int = 10, trees: str = "stdlib,generated",
-        nice: int = 0) -> dict:
+        stdlib: str | None = None, updates: int = 10, trees: str = "stdlib,generated,launch",
+        nice: int = 0, launch_files: int = 20_000) -> dict:
     out: dict = {"bench": "context", "cpus": os.cpu_count(), "budget_tokens": budget,
                  "worker_nice": nice,
                  "targets": {"cold_build_vs_aider": ">= 10x faster", "update_ms": "<= 50",
@@ -318,6 +361,9 @@ def run(files: int = 50_000, n_instructions: int = 50, budget: int = 1500, aider
     with tempfile.TemporaryDirectory(prefix="steer-bench-context-") as tmp:
         work = Path(tmp)
         for which in trees.split(","):
+            if which == "launch":  # steer run itself: launch -> request, first and second run
+                out["launch"] = measure_launch(launch_files, work)
+                continue
             t = time.perf_counter()
             if which == "stdlib":
                 root = work / "stdlib"

@@ -45,6 +45,21 @@ def settings_from(args: argparse.Namespace):
                          agent=args.agent)
 
 
+def knowledge_for(settings, root):
+    """The repository map and look-ups for `root` (not started), with the settings' budget;
+    a file holding the configured API key is never shown to the model."""
+    import os
+
+    from app.config import key_env_of
+    from app.core.knowledge.service import Knowledge, Policy
+
+    key_env = key_env_of(settings)
+    keys = [os.environ.get(k) or "" for k in {"STEER_API_KEY", key_env or ""} if k]
+    policy = Policy(map_tokens=settings.map_tokens, tools=settings.tools,
+                    tool_rounds=settings.tool_rounds, tool_tokens=settings.tool_tokens)
+    return Knowledge(root, policy, key_values=[k for k in keys if k])
+
+
 def lenient_stdout() -> None:
     # an answer may hold text no encoding can write (a lone surrogate): show it escaped
     from app.view.outside_text import Shown

@@ -25,6 +25,9 @@ from app.cli.common import (
 from app.core.disk.git_dirs import find_root
 from app.core.faults import stop_point
 
+MAP_SETTLE = 1.0  # seconds `steer run` gives a map that needs no long parse (launch -> request)
+MAP_FINISH = 120.0  # seconds a first build may go on after the answer, to be cached
+
 
 # -- steer run ---------------------------------------------------------------------------------
 def _run_parser() -> argparse.ArgumentParser:
@@ -52,6 +55,9 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="how an --agent's permission requests are answered (default: reject once)")
     p.add_argument("--resume", metavar="ID", help="continue this saved session (steer sessions)")
     p.add_argument("--no-save", action="store_true", help="do not save this run as a session")
+    p.add_argument("--no-tools", action="store_true",
+                   help="do not let the model read, grep or list files itself (the repository "
+                        "map still goes with the request); config: tools = false")
     provider_flags(p)
     return p
 
@@ -78,6 +84,23 @@ def cmd_run(argv: list[str]) -> int:
 
 
 async def _run(args: argparse.Namespace, ws, state: dict) -> int:
+    """The run, with the repository map building beside it from launch (never waited for:
+    the request takes what is ready), closed at the end (its cache then serves the next)."""
+    held: list = []
+    try:
+        return await _run_with(args, ws, state, held)
+    finally:
+        for know in held:
+            if not know.builder.status().complete and know.builder.status().state != "failed":
+                # the answer is out; the first build goes on to its end, so the next run
+                # starts from a complete cache instead of parsing again
+                print("steer: caching the repository map for the next run…", file=sys.stderr)
+                await asyncio.to_thread(know.builder.wait_built, MAP_FINISH)
+            await asyncio.to_thread(know.close)
+
+
+async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> int:
+    from app.cli.common import knowledge_for
     from app.core.conversation.records import SessionError
     from app.core.conversation.session import ContextError, Session
     from app.providers.factory import build_provider
@@ -87,6 +110,8 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     cwd = Path(args.directory).resolve()
     try:
         settings = settings_from(args)
+        if args.no_tools:
+            settings = settings.model_copy(update={"tools": False})
         provider = build_provider(settings, cwd=ws.root)
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
@@ -95,11 +120,16 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
     if refused is not None:
         await provider.aclose()
         return refused
+    held.append(knowledge_for(settings, ws.root).start())
     session = None
     try:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
         session = Session(ws, provider, fmt=settings.format, context=context,
                           max_tokens=settings.max_tokens, temperature=settings.temperature)
+        session.knowledge = held[0]
+        # the map from the cache, or a small tree's parse, is worth its moment; a large
+        # cold tree is not waited for (its paths go now, the next run has the cache)
+        await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE)
         for f in args.outlines:
             session.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root), outline=True)
         budget = session.budget(args.instruction)

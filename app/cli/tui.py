@@ -12,6 +12,7 @@ from app.cli.common import (
     EXIT_USAGE,
     ConfigError,
     Parser,
+    knowledge_for,
     provider_flags,
     settings_from,
 )
@@ -29,6 +30,8 @@ def cmd_tui(argv: list[str]) -> int:
                    help="resume the last saved session, or this one (steer sessions lists them)")
     p.add_argument("--session", metavar="ID", help=argparse.SUPPRESS)  # steer web: resume or new
     p.add_argument("--no-save", action="store_true", help="do not save this session")
+    p.add_argument("--no-tools", action="store_true", help="do not let the model read, grep or "
+                   "list files itself (config: tools = false)")
     provider_flags(p)
     args = p.parse_args(argv)
     start = Path(args.path).resolve()
@@ -38,6 +41,8 @@ def cmd_tui(argv: list[str]) -> int:
     root = find_root(start)
     try:
         settings = settings_from(args)
+        if args.no_tools:
+            settings = settings.model_copy(update={"tools": False})
         from app.providers.factory import build_provider
 
         provider = build_provider(settings, cwd=root)
@@ -51,7 +56,8 @@ def cmd_tui(argv: list[str]) -> int:
     saving = None if args.no_save else {"resume_it": args.resume is not None,
                                         "sid": args.resume or args.session}
     try:
-        app = SteerApp(root, provider, settings, context=context, saving=saving)
+        app = SteerApp(root, provider, settings, context=context, saving=saving,
+                       knowledge=knowledge_for(settings, root))
     except SessionError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE

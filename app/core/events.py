@@ -153,5 +153,39 @@ class PermissionRequest:
     reply: asyncio.Future[str | None] = field(repr=False)
 
 
+# -- look-ups (Request.tools): a model's read-only calls, answered by the session -------------
+@dataclass(slots=True)
+class LookupCall:
+    """The model calls a look-up tool (app/core/knowledge/tools.py): `arguments` is the JSON
+    text it wrote. `reply` gets what the model reads back (an answer or a refusal); the
+    back-end sends it and goes on with the answer."""
+
+    id: str
+    name: str
+    arguments: str
+    reply: asyncio.Future[str] = field(repr=False)
+
+
+@dataclass(slots=True)
+class ToolRound:
+    """A round of look-ups is over: the items the back-end added to the conversation for it
+    (its wire format: the call and the results), so the next request sends them again as
+    they were (the conversation only grows)."""
+
+    items: list[dict]
+    text_chars: int = 0  # characters of answer text that came before the calls, in this round
+
+
+@dataclass(slots=True)
+class ToolsRefused:
+    """The server refused the request's tools (HTTP 400): the answer goes on with the map
+    alone, and this endpoint is not offered tools again. Yielded once."""
+
+    message: str
+
+
 AgentEvent = Plan | ToolCall | FileEdit | FileWrite | FileRead | PermissionRequest
-Event = Connected | TextDelta | ReasoningDelta | Usage | Retrying | Done | Error | AgentEvent
+LookupEvent = LookupCall | ToolRound | ToolsRefused
+LOOKUP_EVENTS = frozenset({LookupCall, ToolRound, ToolsRefused})
+Event = (Connected | TextDelta | ReasoningDelta | Usage | Retrying | Done | Error | AgentEvent
+         | LookupEvent)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from app.core.events import Event
 
@@ -31,7 +31,8 @@ STALL_TIMEOUT = 120.0
 
 @dataclass
 class Request:
-    messages: list[dict[str, str]]
+    # chat messages; a look-up round adds its back-end's own items (a `tool_calls` message)
+    messages: list[dict[str, Any]]
     model: str = ""
     max_tokens: int | None = None
     temperature: float | None = None
@@ -39,6 +40,12 @@ class Request:
     prediction: str | None = None  # predicted output (sent only to `predicted_outputs` ones)
     grammar: str | None = None  # a GBNF grammar the answer must follow (only to `grammar` ones)
     context: list[str] = field(default_factory=list)  # files the user attached (relative paths)
+    # look-up tools offered to the model (neutral specs: name, description, JSON-schema
+    # parameters; app/core/knowledge/tools.py), only to `tools` back-ends; after `tool_rounds`
+    # rounds the model is told to answer (tool_choice none)
+    tools: list[dict[str, Any]] | None = None
+    tool_rounds: int = 0
+    tool_choice: str = "auto"  # a back-end's own rounds set "none" past `tool_rounds`
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,9 @@ class Capabilities:
     # an agent (ACP): it is sent the user's words only and keeps its own conversation; its
     # text is prose, its edits arrive as FileEdit / FileWrite events (app.core.events)
     agent: bool = False
+    # calls look-up tools (Request.tools): yields LookupCall, awaits its reply, sends the
+    # result and goes on (app/core/events.py)
+    tools: bool = False
     # continue_from() takes up a conversation the server keeps by the response id Done gave
     # (a session resumed in a new process goes on sending only what is new)
     continue_from: bool = False

@@ -3,17 +3,38 @@ vLLM, llama.cpp's llama-server, LM Studio, and `steer serve`.
 
 The request, its retries and the SSE framing are app/providers/http_stream.py's; here is what
 Chat Completions puts in a request and in each chunk of its answer.
+
+Look-ups (Request.tools): offered as `tools` (function tools). A chunk's `delta.tool_calls`
+carries each call's id and name first, then its arguments in pieces, by `index` (a new id at
+an index already used opens another call: Ollama numbers every call 0); the answer ends with
+finish_reason "tool_calls". Each call goes to the session as a LookupCall; with every reply
+in, the assistant's `tool_calls` message and one `tool` message per call are appended and the
+request goes again, until the model answers in text. After `tool_rounds` rounds the tools
+stay in the request (the conversation holds calls) with tool_choice "none". A server that
+refuses `tools` with HTTP 400 gets the request again without them, and this endpoint is never
+offered tools again in this process (ToolsRefused, said once).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
-from app.core.events import Done, Error, Event, ReasoningDelta, TextDelta, Usage
+from app.core.events import (
+    Done,
+    Error,
+    Event,
+    LookupCall,
+    ReasoningDelta,
+    TextDelta,
+    ToolRound,
+    ToolsRefused,
+    Usage,
+)
 from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request
 from app.core.text import masking
 from app.providers import http_stream
@@ -21,7 +42,7 @@ from app.providers import http_stream
 
 class OpenAIChat(Provider):
     name = "openai-chat"
-    capabilities = Capabilities(predicted_outputs=True, cancel="close")
+    capabilities = Capabilities(predicted_outputs=True, cancel="close", tools=True)
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = http_stream.CONNECT_TIMEOUT,
@@ -63,10 +84,12 @@ class OpenAIChat(Provider):
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def _body(self, req: Request) -> dict[str, Any]:
+    def _body(self, req: Request, messages: list[dict[str, Any]] | None = None,
+              tools: str | None = None) -> dict[str, Any]:
+        """`tools`: "auto" offers them, "none" keeps them but asks for an answer."""
         body: dict[str, Any] = {
             "model": req.model or self.model,
-            "messages": req.messages,
+            "messages": req.messages if messages is None else messages,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -76,23 +99,114 @@ class OpenAIChat(Provider):
             body["temperature"] = req.temperature
         if req.prediction and self.predicts:
             body["prediction"] = {"type": "content", "content": req.prediction}
+        if tools and req.tools:
+            body["tools"] = [{"type": "function", "function": spec} for spec in req.tools]
+            body["tool_choice"] = tools
         return body
 
+    @property
+    def offers_tools(self) -> bool:
+        return self.base_url not in NO_TOOLS
+
     def stream(self, req: Request) -> AsyncIterator[Event]:
-        to = http_stream.Endpoint(self._client, f"{self.base_url}/chat/completions",
-                                  self.base_url, self._key, self.key_env, self.retries,
-                                  self._client.timeout.read or 0)
+        if req.tools and self.offers_tools:
+            return self._rounds(req)
+        return self._once(req)
 
-        def resend(status: int, detail: str) -> bool:
-            # a prediction is not for every model (OpenAI takes it on gpt-4o/4.1 only): ask
-            # again without, and never send one again
-            if status == 400 and req.prediction and self.predicts and "predict" in detail.lower():
-                self.predicts = False
-                return True
-            return False
+    def _endpoint(self) -> http_stream.Endpoint:
+        return http_stream.Endpoint(self._client, f"{self.base_url}/chat/completions",
+                                    self.base_url, self._key, self.key_env, self.retries,
+                                    self._client.timeout.read or 0)
 
-        return http_stream.stream(to, lambda: self._body(req),
-                                  lambda: _Answer(self.base_url, self._key), resend=resend)
+    async def _rounds(self, req: Request) -> AsyncIterator[Event]:
+        """The answer with look-ups: a request per round until the model answers in text."""
+        messages = list(req.messages)
+        rounds = 0
+        said = 0  # answer text so far, over every round
+        while True:
+            offer = "auto" if rounds < req.tool_rounds else "none"
+            one = _Round(self, req, messages, offer)
+            held: Done | None = None
+            async for ev in http_stream.stream(self._endpoint(), one.body, one.reader,
+                                               resend=one.resend):
+                if one.refused:
+                    yield ToolsRefused(f"{self.base_url} refused look-up tools (HTTP 400: "
+                                       f"{one.refused.pop()[:120]}); the repository map alone "
+                                       "from now on")
+                if type(ev) is TextDelta:
+                    said += len(ev.text)
+                elif type(ev) is Done and one.answers and one.answers[-1].calls \
+                        and ev.finish_reason in ("tool_calls", "stop", "function_call"):
+                    held = ev
+                    continue
+                yield ev
+            if held is None:
+                return
+            if rounds > req.tool_rounds:  # it calls on after "none": end it, as it ended
+                yield Error("model", f"the model kept calling look-ups after {rounds} rounds "
+                            "(the limit) instead of answering")
+                yield Done(held.finish_reason)
+                return
+            ans = one.answers[-1]
+            calls = ans.tool_calls()
+            loop = asyncio.get_running_loop()
+            futures = []
+            for c in calls:
+                fut: asyncio.Future[str] = loop.create_future()
+                futures.append(fut)
+                yield LookupCall(c["id"], c["function"]["name"], c["function"]["arguments"], fut)
+            results = [await f for f in futures]  # cancelled with the answer (Esc)
+            items: list[dict[str, Any]] = [
+                {"role": "assistant", "content": ans.text or None, "tool_calls": calls},
+                *({"role": "tool", "tool_call_id": c["id"], "content": r}
+                  for c, r in zip(calls, results, strict=True))]
+            messages += items
+            rounds += 1
+            yield ToolRound(items, said)
+
+    def _resend(self, req: Request, status: int, detail: str) -> bool:
+        # a prediction is not for every model (OpenAI takes it on gpt-4o/4.1 only): ask
+        # again without, and never send one again
+        if status == 400 and req.prediction and self.predicts and "predict" in detail.lower():
+            self.predicts = False
+            return True
+        return False
+
+    def _once(self, req: Request) -> AsyncIterator[Event]:
+        return http_stream.stream(self._endpoint(), lambda: self._body(req),
+                                  lambda: _Answer(self.base_url, self._key),
+                                  resend=lambda status, detail: self._resend(req, status, detail))
+
+
+class _Round:
+    """One round's request: its body, its readers (one per attempt), and a refusal of
+    `tools` it answers by sending the request again without them."""
+
+    def __init__(self, chat: OpenAIChat, req: Request, messages: list[dict[str, Any]],
+                 offer: str) -> None:
+        self.chat, self.req, self.messages, self.offer = chat, req, messages, offer
+        self.answers: list[_Answer] = []
+        self.refused: list[str] = []
+
+    def reader(self) -> _Answer:
+        self.answers.append(_Answer(self.chat.base_url, self.chat._key))
+        return self.answers[-1]
+
+    def body(self) -> dict[str, Any]:
+        return self.chat._body(self.req, self.messages,
+                               self.offer if self.chat.offers_tools else None)
+
+    def resend(self, status: int, detail: str) -> bool:
+        if status == 400 and self.chat.offers_tools and any(
+                w in detail.lower() for w in ("tool", "function")):
+            NO_TOOLS.add(self.chat.base_url)  # remembered for this endpoint
+            self.refused.append(detail)
+            return True
+        return self.chat._resend(self.req, status, detail)
+
+
+# endpoints that refused `tools` with HTTP 400 (this process): the map alone for them
+NO_TOOLS: set[str] = set()
 
 
 class _Answer:
@@ -104,6 +218,34 @@ class _Answer:
         self.finish: str | None = None
         self.speed: list[float] = []  # the server's own tokens/s, when it reports one
         self.failure: Error | None = None
+        self.calls: list[dict[str, Any]] = []  # tool calls: id, name, argument pieces
+        self._at: dict[int, int] = {}  # a call's index in the stream -> its place in calls
+        self._text: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The calls as the assistant message that made them carries them."""
+        return [{"id": c["id"] or f"call_{i}", "type": "function",
+                 "function": {"name": c["name"], "arguments": "".join(c["args"])}}
+                for i, c in enumerate(self.calls)]
+
+    def _call(self, tc: dict[str, Any]) -> None:
+        index = tc.get("index", 0) if isinstance(tc.get("index"), int) else 0
+        fn = tc.get("function") or {}
+        cid = tc.get("id") or ""
+        at = self._at.get(index)
+        if at is None or (cid and self.calls[at]["id"] and cid != self.calls[at]["id"]):
+            self.calls.append({"id": cid, "name": "", "args": []})
+            at = self._at[index] = len(self.calls) - 1
+        call = self.calls[at]
+        call["id"] = call["id"] or cid
+        if fn.get("name"):
+            call["name"] += fn["name"] if not call["name"].endswith(fn["name"]) else ""
+        if isinstance(fn.get("arguments"), str):
+            call["args"].append(fn["arguments"])
 
     def feed(self, data: str) -> tuple[list[Event], bool]:
         if data == "[DONE]":
@@ -124,6 +266,10 @@ class _Answer:
             text = delta.get("content")
             if text:
                 out.append(TextDelta(text))
+                self._text.append(text)
+            for tc in delta.get("tool_calls") or ():
+                if isinstance(tc, dict):
+                    self._call(tc)
             thought = delta.get("reasoning_content") or delta.get("reasoning")
             if thought:
                 out.append(ReasoningDelta(thought))

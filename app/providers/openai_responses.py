@@ -22,6 +22,9 @@ same objects as over SSE (app/providers/responses_wire.py has the shapes).
 - Cancelling closes the socket: the server stops generating; the partial answer stays.
 - When the upgrade is refused (426, 404, 405, 501, or a plain HTTP answer) every request
   goes over HTTP SSE to POST /responses instead.
+- Look-ups (Request.tools) go as function tools: each `function_call` item is a LookupCall once
+  the response completes; the next round continues that response (its calls are what the
+  server kept: `Kept.calls`) with their `function_call_output`s.
 - The API key is sent on the upgrade request only (and on SSE requests), never logged:
   websockets' logger is held above DEBUG, and server text is redacted before it is shown.
 """
@@ -32,7 +35,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from ssl import SSLContext
 from typing import Any
 
@@ -45,11 +48,29 @@ from websockets.exceptions import (
     WebSocketException,
 )
 
-from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
+from app.core.events import (
+    Connected,
+    Done,
+    Error,
+    Event,
+    LookupCall,
+    ReasoningDelta,
+    TextDelta,
+    ToolRound,
+    Usage,
+)
 from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request, SteerRefused
 from app.core.text import masking
 from app.providers import http_stream
-from app.providers.responses_wire import message, to_input
+from app.providers.responses_wire import (
+    CLOSE_CODES,
+    Kept,
+    call_item,
+    message,
+    to_input,
+    wire_status,
+    ws_url,
+)
 from app.providers.ws_pool import Closed, Socket, SocketPool
 
 _log = logging.getLogger("steer.responses.ws")
@@ -57,31 +78,6 @@ _log.setLevel(logging.WARNING)  # websockets logs the upgrade's headers (the key
 
 STEER_TIMEOUT = 3.0  # seconds a steer waits for the server's answer before cancel and resend
 REFUSED_UPGRADE = {200, 404, 405, 426, 501}  # the endpoint exists but speaks no WebSocket
-CLOSE_CODES = {1000: "normal closure", 1001: "going away", 1002: "protocol error",
-               1003: "unsupported data", 1006: "dropped without a close frame",
-               1007: "invalid data", 1008: "policy violation", 1009: "message too big",
-               1011: "internal server error", 1012: "service restart", 1013: "try again later"}
-
-
-@dataclass
-class _Kept:
-    """The last response this provider saw complete: what the server keeps of it."""
-
-    rid: str
-    fields: dict
-    input: list[dict]
-    output: str
-
-    def continued_by(self, fields: dict, items: list[dict]) -> list[dict] | None:
-        """The items a request sends after this response, when it continues it (the same
-        model and instructions, its input extending this one's plus the answer): None when
-        it does not. Settings per request (max tokens, temperature) do not matter."""
-        if any(fields.get(k) != self.fields.get(k) for k in ("model", "instructions")):
-            return None
-        known = [*self.input, message("assistant", self.output)]
-        if len(items) > len(known) and items[: len(known)] == known:
-            return items[len(known):]
-        return None
 
 
 @dataclass
@@ -97,20 +93,10 @@ class _Answer:
     wire_error: dict | None = None  # an `error` event, for the caller to decide on a retry
 
 
-def ws_url(base_url: str) -> str:
-    """https://host/v1 -> wss://host/v1/responses (http -> ws)."""
-    base = base_url.rstrip("/")
-    if base.startswith("https://"):
-        base = "wss://" + base[8:]
-    elif base.startswith("http://"):
-        base = "ws://" + base[7:]
-    return base + "/responses"
-
-
 class OpenAIResponses(Provider):
     name = "openai-responses"
     capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close",
-                                continue_from=True)
+                                continue_from=True, tools=True)
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = http_stream.CONNECT_TIMEOUT,
@@ -130,9 +116,10 @@ class OpenAIResponses(Provider):
         self._ssl = ssl  # an ssl.SSLContext to trust (a self-signed server); None: the system's
         self.use_sse = transport == "sse"
         self.pool = SocketPool(self._dial)
-        self.kept: _Kept | None = None  # the last completed response: a follow-up continues it
+        self.kept: Kept | None = None  # the last completed response: a follow-up continues it
         self._streaming: Socket | None = None
         self._http: httpx.AsyncClient | None = None
+        self._calls: list[dict] = []  # function calls of the response streaming now
 
     # -- the sockets -----------------------------------------------------------------------
     async def warm(self) -> None:
@@ -167,7 +154,7 @@ class OpenAIResponses(Provider):
 
     def continue_from(self, response_id: str, messages: list[dict[str, str]], answer: str) -> None:
         fields, items = self._fields(Request(messages))
-        self.kept = _Kept(response_id, fields, items, answer)
+        self.kept = Kept(response_id, fields, items, answer)
 
     # -- a request -------------------------------------------------------------------------
     def _redact(self, text: str) -> str:
@@ -190,6 +177,9 @@ class OpenAIResponses(Provider):
             fields["prefill"] = req.prefill  # steer serve's extension (responses_wire)
         if req.grammar and self.capabilities.grammar:
             fields["grammar"] = req.grammar  # steer serve's extension too
+        if req.tools and self.capabilities.tools:
+            fields["tools"] = [{"type": "function", **spec} for spec in req.tools]
+            fields["tool_choice"] = req.tool_choice
         return fields, items
 
     def _create_frame(self, fields: dict, items: list[dict]) -> dict:
@@ -202,8 +192,46 @@ class OpenAIResponses(Provider):
         frame["input"] = items
         return frame
 
-    async def stream(self, req: Request) -> AsyncIterator[Event]:
+    def stream(self, req: Request) -> AsyncIterator[Event]:
+        if req.tools and self.capabilities.tools:
+            return self._rounds(req)
+        return self._stream(req)
+
+    async def _rounds(self, req: Request) -> AsyncIterator[Event]:
+        """The answer with look-ups: a response per round until the model answers in text."""
+        extra: list[dict] = []
+        rounds = said = 0
+        while True:
+            held: Done | None = None
+            sub = replace(req, messages=[*req.messages, *extra],
+                          tool_choice="auto" if rounds < req.tool_rounds else "none")
+            async for ev in self._stream(sub):
+                if type(ev) is TextDelta:
+                    said += len(ev.text)
+                elif type(ev) is Done and self._calls and ev.finish_reason == "stop":
+                    held = ev
+                    continue
+                yield ev
+            if held is None:
+                return
+            calls = [call_item(c) for c in self._calls]
+            if rounds > req.tool_rounds:  # it calls on after "none": end it, as it ended
+                yield Error("model", f"the model kept calling look-ups after {rounds} rounds")
+                yield held
+                return
+            futures = [asyncio.get_running_loop().create_future() for _ in calls]
+            for c, fut in zip(calls, futures, strict=True):
+                yield LookupCall(str(c["call_id"] or ""), str(c["name"] or ""), c["arguments"], fut)
+            results = [await f for f in futures]  # cancelled with the answer (Esc)
+            items = [*calls, *({"type": "function_call_output", "call_id": c["call_id"],
+                                "output": r} for c, r in zip(calls, results, strict=True))]
+            extra += items
+            rounds += 1
+            yield ToolRound(items, said)
+
+    async def _stream(self, req: Request) -> AsyncIterator[Event]:
         fields, items = self._fields(req)
+        self._calls = []
         # the stall timeout counts from the request: starting a server, connecting and the
         # model's first token share it, so nothing waits longer than that for a first sign
         first_by = asyncio.get_running_loop().time() + self.stall_timeout
@@ -302,9 +330,8 @@ class OpenAIResponses(Provider):
 
     async def _consume(self, sock: Socket, ans: _Answer,
                        first_by: float | None = None) -> AsyncIterator[Event]:
-        """Events of the response now streaming on the socket, up to its terminal event.
-        `first_by`: the loop time by which a first frame must have come (then the stall
-        timeout runs between frames)."""
+        """Events of the response on the socket, up to its terminal event. `first_by`: the
+        loop time by which a first frame must come (then the stall timeout runs per frame)."""
         frames = sock.frames
         loop = asyncio.get_running_loop()
         while True:
@@ -384,6 +411,10 @@ class OpenAIResponses(Provider):
         if kind == "error":
             ans.wire_error = obj
             return [], True
+        if kind == "response.output_item.done" and (obj.get("item") or {}).get("type") \
+                == "function_call":
+            self._calls.append(obj["item"])  # a look-up: `_rounds` answers it
+            return [], False
         return [], False  # item/part bookkeeping, annotations, queued, in_progress...
 
     async def _diagnose(self, err: Error) -> Error:
@@ -414,7 +445,7 @@ class OpenAIResponses(Provider):
             if code == "websocket_connection_limit_reached":
                 self.pool.discard(sock)
                 return 0.0, True, ""
-            status = _wire_status(err)
+            status = wire_status(err)
             wait = http_stream.delay(http_stream.server_wait((err.get("error") or {}).get("headers")), attempt)
             if attempt < self.retries and wait is not None and status is not None \
                     and (status == 429 or status >= 500):
@@ -431,7 +462,8 @@ class OpenAIResponses(Provider):
         self._streaming = None
         steer_pending = sock.steer_wait is not None and not sock.steer_wait.done()
         if ans.finish in ("stop", "length") and ans.rid:  # kept whole by the server
-            self.kept = _Kept(ans.rid, fields, items, "".join(sock.active_text))
+            self.kept = Kept(ans.rid, fields, items, "".join(sock.active_text),
+                             [call_item(c) for c in self._calls])
         if ans.finish != "steered" and not steer_pending:
             self.pool.release(sock)  # a steered socket goes on with the successor
         return self._outcome(ans, attempts)
@@ -456,7 +488,7 @@ class OpenAIResponses(Provider):
         e = obj.get("error") or {}
         code = str(e.get("code") or "")
         msg = f"{e.get('message') or 'error'}" + (f" ({code})" if code else "")
-        status = _wire_status(obj)
+        status = wire_status(obj)
         if status is None:
             err = Error("http", f"{ws_url(self.base_url)} refused the request: {msg}")
         else:
@@ -509,7 +541,7 @@ class OpenAIResponses(Provider):
         finished = False
         try:
             async with sock.reading:  # the steered answer has read its last frame
-                self._streaming = sock
+                self._streaming, self._calls = sock, []
                 sock.active_id, sock.active_input = None, steered_input
                 prefill = fields.get("prefill", "")
                 sock.active_text = [prefill] if prefill else []
@@ -560,12 +592,3 @@ class _SSEAnswer:
 
     def end(self, attempts: int) -> list[Event]:
         return self.provider._outcome(self.ans, attempts)
-
-
-def _wire_status(obj: dict) -> int | None:
-    """The HTTP status an `error` event stands for: its own, or the one its code implies."""
-    status = obj.get("status")
-    if isinstance(status, int):
-        return status
-    code = str((obj.get("error") or {}).get("code") or "")
-    return {"invalid_api_key": 401, "forbidden": 403, "rate_limit_exceeded": 429}.get(code)

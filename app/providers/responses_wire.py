@@ -17,22 +17,79 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass, field
+from typing import Any
 
 # -- client side: chat messages <-> Responses input ---------------------------------------------
 
 
-def to_input(messages: list[dict[str, str]]) -> tuple[str | None, list[dict]]:
+def to_input(messages: list[dict]) -> tuple[str | None, list[dict]]:
     """(instructions, input items) for chat-style messages: system messages become
     `instructions` (sent with every request: they are never carried over by
-    previous_response_id), the rest EasyInputMessage items."""
-    system = [m["content"] for m in messages if m["role"] in ("system", "developer")]
-    items = [message(m["role"], m["content"]) for m in messages
-             if m["role"] not in ("system", "developer")]
+    previous_response_id), the rest EasyInputMessage items; an item already in the
+    Responses' own shape (a look-up round's function_call and function_call_output) as is."""
+    system = [m["content"] for m in messages if m.get("role") in ("system", "developer")]
+    items = [m if "type" in m else message(m["role"], m["content"]) for m in messages
+             if m.get("role") not in ("system", "developer")]
     return ("\n\n".join(system) if system else None), items
 
 
 def message(role: str, content: str) -> dict:
     return {"type": "message", "role": role, "content": content}
+
+
+def call_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A `function_call` output item as the next request sends it back (the input item)."""
+    return {"type": "function_call", "call_id": item.get("call_id"), "name": item.get("name"),
+            "arguments": str(item.get("arguments") or "")}
+
+
+@dataclass
+class Kept:
+    """The last response a client saw complete: what the server keeps of it."""
+
+    rid: str
+    fields: dict
+    input: list[dict]
+    output: str
+    calls: list[dict] = field(default_factory=list)  # its function calls (call_item)
+
+    def continued_by(self, fields: dict, items: list[dict]) -> list[dict] | None:
+        """The items a request sends after this response, when it continues it (the same
+        model and instructions, its input extending this one's plus the answer, or plus its
+        calls: a look-up round's next request): None when it does not. Settings per request
+        (max tokens, temperature, the tools offered) do not matter."""
+        if any(fields.get(k) != self.fields.get(k) for k in ("model", "instructions")):
+            return None
+        known = [*self.input, *(self.calls or [message("assistant", self.output)])]
+        if len(items) > len(known) and items[: len(known)] == known:
+            return items[len(known):]
+        return None
+
+
+def ws_url(base_url: str) -> str:
+    """https://host/v1 -> wss://host/v1/responses (http -> ws)."""
+    base = base_url.rstrip("/")
+    if base.startswith("https://"):
+        base = "wss://" + base[8:]
+    elif base.startswith("http://"):
+        base = "ws://" + base[7:]
+    return base + "/responses"
+
+
+CLOSE_CODES = {1000: "normal closure", 1001: "going away", 1002: "protocol error",
+               1003: "unsupported data", 1006: "dropped without a close frame",
+               1007: "invalid data", 1008: "policy violation", 1009: "message too big",
+               1011: "internal server error", 1012: "service restart", 1013: "try again later"}
+
+
+def wire_status(obj: dict) -> int | None:
+    """The HTTP status an `error` event stands for: its own, or the one its code implies."""
+    status = obj.get("status")
+    if isinstance(status, int):
+        return status
+    code = str((obj.get("error") or {}).get("code") or "")
+    return {"invalid_api_key": 401, "forbidden": 403, "rate_limit_exceeded": 429}.get(code)
 
 
 def from_input(raw: object) -> list[dict[str, str]]:
@@ -44,8 +101,16 @@ def from_input(raw: object) -> list[dict[str, str]]:
         raise ValueError("input must be a string or a list of items")
     out = []
     for item in raw:
-        if not isinstance(item, dict) or item.get("type", "message") != "message":
-            raise ValueError("only message items are supported")
+        kind = item.get("type", "message") if isinstance(item, dict) else None
+        if kind == "function_call" and isinstance(item, dict):  # a look-up, as the template
+            out.append({"role": "assistant",  # reads it (steer serve's model calls none)
+                        "content": f"[{item.get('name')} {item.get('arguments')}]"})
+            continue
+        if kind == "function_call_output" and isinstance(item, dict):
+            out.append({"role": "user", "content": str(item.get("output", ""))})
+            continue
+        if not isinstance(item, dict) or kind != "message":
+            raise ValueError("only message and function call items are supported")
         role, content = item.get("role"), item.get("content")
         if role not in ("user", "assistant", "system", "developer"):
             raise ValueError(f"unknown role {role!r}")
@@ -73,7 +138,7 @@ def response_object(rid: str, model: str, *, status: str, text: str | None = Non
                     msg_id: str | None = None, created_at: float | None = None,
                     settings: dict | None = None, previous_response_id: str | None = None,
                     usage: tuple[int, int] | None = None, incomplete_reason: str | None = None,
-                    error: tuple[str, str] | None = None) -> dict:
+                    error: tuple[str, str] | None = None, calls: list[dict] | None = None) -> dict:
     """A `response` object as the Responses API returns it; `text` None = no output yet."""
     s = settings or {}
     output = []
@@ -82,6 +147,7 @@ def response_object(rid: str, model: str, *, status: str, text: str | None = Non
                        "status": "completed" if status == "completed" else "incomplete",
                        "content": [{"type": "output_text", "text": text, "annotations": [],
                                     "logprobs": []}]})
+    output += calls or []  # function calls (look-ups), when the answer made them
     return {
         "id": rid, "object": "response", "created_at": created_at or time.time(), "status": status,
         "model": model, "output": output, "parallel_tool_calls": False, "tool_choice": "none",
@@ -147,6 +213,27 @@ class EventWriter:
                 "content": [part]}),
             self.event(terminal, response=response),
         ]
+
+    def calls(self, calls: list[dict], n: int) -> tuple[list[str], list[dict]]:
+        """Scripted function calls as the Responses API streams them: each call's item added,
+        its arguments in pieces, done; then the items (the response's output)."""
+        out, items = [], []
+        for i, call in enumerate(calls):
+            args = call.get("arguments", {})
+            text = args if isinstance(args, str) else json.dumps(args)
+            item = {"id": f"fc_{n}_{i}", "type": "function_call", "call_id": f"call_{n}_{i}",
+                    "name": call["name"], "arguments": "", "status": "in_progress"}
+            out.append(self.event("response.output_item.added", output_index=i, item=item))
+            half = len(text) // 2
+            for piece in (text[:half], text[half:]):
+                out.append(self.event("response.function_call_arguments.delta",
+                                      item_id=item["id"], output_index=i, delta=piece))
+            out.append(self.event("response.function_call_arguments.done", item_id=item["id"],
+                                  output_index=i, name=call["name"], arguments=text))
+            done = {**item, "arguments": text, "status": "completed"}
+            out.append(self.event("response.output_item.done", output_index=i, item=done))
+            items.append(done)
+        return out, items
 
     def error(self, code: str, message: str, *, status: int = 400, param: str | None = None,
               type_: str = "invalid_request_error", headers: dict[str, str] | None = None) -> str:

@@ -43,6 +43,32 @@ def _chunk(cid: str, model: str, created: int, delta: dict, finish: str | None =
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
+async def _tool_sse(calls: list[dict], n: int, model: str,
+                    include_usage: bool) -> AsyncIterator[bytes]:
+    """A scripted answer that calls tools, streamed as OpenAI does: each call's id and name
+    first, its arguments in pieces, then finish_reason "tool_calls"."""
+    cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+    created = int(time.time())
+    yield _chunk(cid, model, created, {"role": "assistant", "content": None})
+    for i, call in enumerate(calls):
+        args = call.get("arguments", {})
+        text = args if isinstance(args, str) else json.dumps(args)
+        yield _chunk(cid, model, created, {"tool_calls": [{
+            "index": i, "id": f"call_{n}_{i}", "type": "function",
+            "function": {"name": call["name"], "arguments": ""}}]})
+        half = len(text) // 2
+        for piece in (text[:half], text[half:]):
+            yield _chunk(cid, model, created, {"tool_calls": [{
+                "index": i, "function": {"arguments": piece}}]})
+    tail = [_chunk(cid, model, created, {}, "tool_calls")]
+    if include_usage:
+        tail.append(b"data: " + json.dumps({"id": cid, "object": "chat.completion.chunk",
+                                            "created": created, "model": model, "choices": [],
+                                            "usage": {"prompt_tokens": 0, "completion_tokens": 0,
+                                                      "total_tokens": 0}}).encode() + b"\n\n")
+    yield b"".join([*tail, b"data: [DONE]\n\n"])
+
+
 class ChatServer(Backend):
     """Chat Completions over SSE and the Responses API (WebSocket and SSE) on one port."""
 
@@ -51,10 +77,11 @@ class ChatServer(Backend):
                  port: int = 0, model_name: str | None = None, token: str | None = None,
                  websocket: bool = True, steering: bool = True, ssl: object | None = None,
                  first_token_delay: float = 0.0, record_frames: bool = False,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None,
+                 tool_calls: dict[int, list[dict]] | None = None) -> None:
         super().__init__(replay=replay, rate=rate, model_path=model_path, faults=faults,
                          model_name=model_name, token=token, first_token_delay=first_token_delay,
-                         record_frames=record_frames)
+                         record_frames=record_frames, tool_calls=tool_calls)
         self.responses = ResponsesService(self, websocket=websocket, steering=steering)
         # the token is checked by the HTTP server, before it reads the rest of a request
         self.http = HttpServer(self.handle, host, port, upgrade=self.responses.upgrade, ssl=ssl,
@@ -100,12 +127,20 @@ class ChatServer(Backend):
                 "message": "Predicted outputs are not supported with this model.",
                 "type": "invalid_request_error", "param": "prediction",
                 "code": "unsupported_parameter"}}, 400)
+        if self.faults.refuse_tools and "tools" in body:
+            return HttpResponse.json({"error": {"message": "tools param requires --jinja flag",
+                                                "type": "invalid_request_error"}}, 400)
         n = self.next_request()
         refused = self.injected_status(n)
         if refused is not None:
             return refused
         model = body.get("model") or self.model_name
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        calls = self.tool_calls.get(n)
+        if calls and body.get("tools") and body.get("tool_choice") != "none" and body.get("stream"):
+            return HttpResponse(200, {"Content-Type": "text/event-stream",
+                                      "Cache-Control": "no-cache"},
+                                stream=_tool_sse(calls, n, model, include_usage))
         tokens = self.tokens(n, messages, max_tokens=body.get("max_tokens"),
                              temperature=body.get("temperature"))
         if not body.get("stream"):

@@ -61,6 +61,7 @@ class Faults:
     forget_previous: bool = False  # no previous_response_id is ever found
     connection_limit: int | None = None  # WebSocket: after N responses, the 60-minute-limit error
     refuse_prediction: bool = False  # Chat Completions: a body with `prediction` gets OpenAI's 400
+    refuse_tools: bool = False  # a body with `tools` gets a 400, as llama-server without --jinja
 
 
 class Recent(Generic[T]):
@@ -161,8 +162,12 @@ class Backend:
     def __init__(self, *, replay: str | list[str] | None = None, rate: float = 0.0,
                  model_path: str | None = None, faults: Faults | None = None,
                  model_name: str | None = None, token: str | None = None,
-                 first_token_delay: float = 0.0, record_frames: bool = False) -> None:
+                 first_token_delay: float = 0.0, record_frames: bool = False,
+                 tool_calls: dict[int, list[dict]] | None = None) -> None:
         answers = [replay] if isinstance(replay, str) else replay
+        # scripted look-ups: request n answers with these calls ({"name", "arguments"})
+        # instead of text, when the request offers tools
+        self.tool_calls = tool_calls or {}
         self.replays = [split_tokens(a) for a in answers] if answers else None
         self.replay_tokens = self.replays[0] if self.replays else None
         self.rate = rate

@@ -271,7 +271,8 @@ class ResponsesService:
                     "max_output_tokens": body.get("max_output_tokens"),
                     "temperature": body.get("temperature"),
                     "prefill": body.get("prefill") or "",
-                    "grammar": body.get("grammar") or None}
+                    "grammar": body.get("grammar") or None,
+                    "tools": bool(body.get("tools")) and body.get("tool_choice") != "none"}
         for key, kind in (("max_output_tokens", int), ("temperature", (int, float)),
                           ("instructions", str), ("prefill", str), ("grammar", str)):
             if settings[key] is not None and not isinstance(settings[key], kind):
@@ -301,6 +302,18 @@ class ResponsesService:
             created = time.time()
             opening = response_object(rid, settings["model"], status="in_progress", settings=settings,
                                       previous_response_id=prev, created_at=created)
+            scripted = s.tool_calls.get(n) if settings.get("tools") else None
+            if scripted:  # a look-up the test scripted: function calls instead of text
+                frames, items = ew.calls(scripted, n)
+                final = response_object(rid, settings["model"], status="completed",
+                                        settings=settings, previous_response_id=prev,
+                                        created_at=created, usage=(0, 0), calls=items)
+                self._keep(rid, Kept(messages, "", settings))
+                lane.active = None
+                yield [ew.event("response.created", response=opening),
+                       ew.event("response.in_progress", response=opening), *frames,
+                       ew.event("response.completed", response=final)]
+                return
             batch = ew.opening(opening, mid)
             instructions = settings["instructions"]
             prompt = ([{"role": "system", "content": instructions}] if instructions else []) + messages

@@ -90,6 +90,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("expand_paste", "f2", "prompt", "expand_paste", "Paste", "show the paste at the "
            "cursor whole (a paste with newlines or over 1,000 characters shows as [pasted N "
            "chars · M lines] and is sent exactly; Backspace removes it)", "Prompt", bar=1),
+    Action("drop_named", "ctrl+n", "prompt", "drop_named", "Drop named", "take the file the "
+           "message names out of its request (the context line shows it as ◇)", "Prompt",
+           palette="Drop the named file from the request", bar=3),
     Action("history_prev", "up", "prompt", "history_prev", "Earlier", "the instruction sent "
            "before (again: older ones), as in a shell", "Prompt", show=False),
     Action("history_next", "down", "prompt", "history_next", "Later", "the next instruction sent; "

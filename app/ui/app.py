@@ -3,6 +3,7 @@ screen (app/ui/main_screen.py), which drives the session built here."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -15,6 +16,7 @@ from app.core.conversation.resume import open_saved
 from app.core.conversation.session import Session
 from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import OPEN
+from app.core.knowledge.service import Knowledge
 from app.core.provider import Provider
 from app.ui import actions, compat
 from app.ui.dialogs.help import HelpScreen
@@ -35,7 +37,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
 
     def __init__(self, root: Path, provider: Provider, settings: Settings | None = None, *,
                  context: Iterable[str] = (), watch_files: bool = True, blink: bool = True,
-                 saving: dict | None = None) -> None:
+                 saving: dict | None = None, knowledge: Knowledge | None = None) -> None:
         super().__init__()
         compat.guard_pastes()  # a paste holding ESC stays a paste (never key presses)
         self.settings = settings or Settings()
@@ -43,6 +45,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         self.session = Session(self.ws, provider, fmt=self.settings.format,
                                max_tokens=self.settings.max_tokens,
                                temperature=self.settings.temperature)
+        # the repository map and look-ups (app/core/knowledge/service.py): started on mount
+        self.session.knowledge = knowledge
         # saved (app/core/conversation/log.py): `saving` is open_saved's choice (resume or new)
         self.resumed = None if saving is None else open_saved(self.session, **saving)
         # the first screen teaches; a resumed session that has turns shows them instead
@@ -51,6 +55,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
                                       for a, k in self.key_names.items()}, config_file_shown())
         self.main = MainScreen(self.session, context=context, watch_files=watch_files, blink=blink,
                                welcome=first, keys=self.key_names)
+        if knowledge is not None:  # the map follows the watcher's events (the LiveTree's)
+            self.main.live.on_update = knowledge.saw_update
         themes, self._theme_problems = load_themes()
         self.theme_names = [t.name for t in themes]
         for t in themes:
@@ -65,6 +71,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         return {"diff-added-bg": "#1f3a26", "diff-removed-bg": "#45222a", "syntax": "monokai"}
 
     def on_mount(self) -> None:
+        if self.session.knowledge is not None:  # after launch: builds beside the first paint
+            self.session.knowledge.start()
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
         for problem in self._theme_problems:
@@ -77,6 +85,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
 
     async def on_unmount(self) -> None:
         await self.session.aclose()
+        if self.session.knowledge is not None:
+            await asyncio.to_thread(self.session.knowledge.close)
 
     # -- keys, themes, palette -------------------------------------------------------------
     @property

@@ -86,7 +86,8 @@ class LiveStatus:
         if seen_turn is not turn:
             seen = set()
             self._noted = (turn, seen)
-        new = [t for t in turn.tools.values() if t.kind == "steer" and t.id not in seen]
+        new = [t for t in turn.tools.values() if t.id not in seen and (t.kind == "steer" or (
+            t.kind == "lookup" and t.status in ("completed", "failed")))]  # a look-up's card
         seen.update(t.id for t in new)
         return [t.title for t in new]
 
@@ -152,6 +153,8 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
         "plan": [{"content": p.content, "status": p.status} for p in turn.plan],
         "tool_calls": [{"id": t.id, "title": t.title, "kind": t.kind, "status": t.status}
                        for t in turn.tools.values()],
+        # the repository map as the request found it, and its look-ups (kind "lookup" above)
+        "map": session.knowledge.line() if session.knowledge is not None else None,
         "accepted": outcome.accepted if outcome else [],
         "conflicts": outcome.conflicts if outcome else [],
         "written": outcome.written if outcome else [],

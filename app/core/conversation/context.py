@@ -12,7 +12,9 @@ question is sent in full: the model must stop seeing it).
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from app.core.conversation import context_budget as budgets
 from app.core.conversation import prompts
@@ -139,29 +141,44 @@ class ContextFiles:
 Telling = tuple[dict[str, tuple[bool, str | None]] | None, set[tuple[int, str]]]
 
 
+def _text(item: dict[str, Any]) -> str:
+    """The text an item of the conversation sends (a message, a look-up's call or output)."""
+    texts = [str(item[k]) for k in ("content", "output", "arguments") if isinstance(item.get(k), str)]
+    return "\n".join([*texts, *(json.dumps(c) for c in item.get("tool_calls") or ())])
+
+
 class Conversation:
     """What the model has been sent so far, which only grows: the system prompt, the
-    messages after it, the files it has seen, the decisions on its hunks it was told."""
+    messages after it (with the repository map's items and the look-up rounds' calls and
+    outputs, as they were sent), the files it has seen, the decisions on its hunks it was
+    told, the version of the map it holds."""
 
     def __init__(self, files: ContextFiles) -> None:
         self.files = files
         self.system: str | None = None
-        self.history: list[dict[str, str]] = []  # after the system prompt
+        self.history: list[dict[str, Any]] = []  # after the system prompt
         self.told: set[tuple[int, str]] = set()  # (hunk id, state) of this change set, told
         self.rejections: list[str] = []  # earlier change sets' rejected proposals, and why
         self.full = ""  # why the request now answered did not continue the conversation
         self.full_next = ""  # why the next one will not (a rewind says so)
         self.response_id: str | None = None  # the server's id of the last answer, if it keeps it
+        # the repository map version the conversation holds (knowledge/service.py `items`;
+        # None: no map), and the one the request now streaming brings it to
+        self.map_version: int | None = None
+        self.map_next: int | None = None
         # what the request now streaming tells (kept once it reached the conversation: a
         # request that failed told the model nothing)
         self._telling: Telling = (None, set())
 
-    def budget(self, draft: str, fmt: str, window: int | None) -> budgets.Budget:
+    def budget(self, draft: str, fmt: str, window: int | None,
+               map_tokens: int = 0) -> budgets.Budget:
         """The next request's size: the conversation so far (for its first question, the
-        context files) and the draft."""
+        context files and the repository map's `map_tokens`) and the draft."""
         sent = [self.system or prompts.system_prompt(fmt), draft,
-                *(m["content"] for m in self.history)]
-        return self.files.budget(sent, window, files=not self.history)
+                *map(_text, self.history)]
+        b = self.files.budget(sent, window, files=not self.history)
+        b.used += 0 if self.history else map_tokens
+        return b
 
     def untold(self, pending: PendingDiff | None) -> list[Hunk]:
         """The hunks of the change set decided since the model was last told."""
@@ -188,7 +205,7 @@ class Conversation:
                 instruction, self.files.unseen(snapshots), outlines,
                 decided=prompts.decisions(self.untold(pending)), interrupted=interrupted,
                 rules=None if rules == self.system else rules)
-            texts = [self.system or "", *(m["content"] for m in self.history), text]
+            texts = [self.system or "", *map(_text, self.history), text]
             if budgets.Budget(sum(map(budgets.estimate_tokens, texts)), window, {}).fits(0):
                 return text, True, ""
             why = "the conversation outgrew the model's context window"
@@ -197,28 +214,37 @@ class Conversation:
                                      interrupted=interrupted), False, why
 
     def open(self, content: str, fmt: str, pending: PendingDiff | None,
-             snapshots: list[Snapshot] | None, *, afresh: bool, agent: bool) -> list[dict[str, str]]:
+             snapshots: list[Snapshot] | None, *, afresh: bool, agent: bool,
+             repo_map: Sequence[str] = ()) -> list[dict[str, Any]]:
         """The messages of a request with `content` (`snapshots`: it starts a change set,
-        `afresh`: and the conversation)."""
+        `afresh`: and the conversation), after the repository map's new items (`repo_map`:
+        items of their own, appended: an earlier one is never edited)."""
         told = {(h.id, h.state.value) for h in self.untold(pending)}
         if snapshots is not None:
             self.rejections = self.rejected_so_far(pending)
             if afresh:
-                self.history, self.system = [], None
+                self.history, self.system, self.map_version = [], None, None
             self.told = told = set()
-        self._telling = (self.files.seen_as(snapshots) if snapshots is not None else None, told)
+        # a file the instruction named (not a context file) is shown, not kept: named again,
+        # it is sent again; not named, it did not leave the context
+        kept = [s for s in snapshots if s.path in self.files.paths] if snapshots is not None else None
+        self._telling = (self.files.seen_as(kept) if kept is not None else None, told)
         if agent:  # it keeps its own conversation: it gets the message
             return [{"role": "user", "content": content}]
         if self.system is None:
             self.system = prompts.system_prompt(fmt)
         return [{"role": "system", "content": self.system}, *self.history,
+                *({"role": "user", "content": m} for m in repo_map),
                 {"role": "user", "content": content}]
 
-    def reached(self, messages: list[dict[str, str]], answer: str, rid: str | None) -> None:
+    def reached(self, messages: list[dict[str, Any]], answer: str, rid: str | None,
+                exchange: Sequence[dict[str, Any]] = ()) -> None:
         """The request reached the model, and this is its answer (as far as it got; `rid`:
-        the id the server keeps it by)."""
-        self.history = [*messages[1:], {"role": "assistant", "content": answer}]
+        the id the server keeps it by; `exchange`: its look-up rounds' calls and outputs,
+        as the back-end sent them, and `answer` the text after them)."""
+        self.history = [*messages[1:], *exchange, {"role": "assistant", "content": answer}]
         self.response_id = rid
+        self.map_version, self.map_next = self.map_next, None
         shown, told = self._telling
         if shown is not None:
             self.files.shown = shown
@@ -234,5 +260,5 @@ class Conversation:
 
     def reset(self) -> None:
         self.system, self.history, self.rejections = None, [], []
-        self.response_id = None
+        self.response_id = self.map_version = self.map_next = None
         self.told, self.files.shown = set(), {}

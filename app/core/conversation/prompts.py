@@ -130,9 +130,10 @@ def next_message(instruction: str, changed: Sequence[Snapshot], outlines: dict[s
     return "\n\n".join(parts)
 
 
-def request(messages: list[dict[str, str]], caps: Capabilities, model: str, fmt: str,
+def request(messages: list[dict], caps: Capabilities, model: str, fmt: str,
             files: Sequence[Snapshot], *, first: bool, prefill: str, max_tokens: int | None,
-            temperature: float | None, context: list[str]) -> Request:
+            temperature: float | None, context: list[str],
+            tools: tuple[list[dict] | None, int] = (None, 0)) -> Request:
     """What a turn sends: its messages, and what this back-end can make of the files and
     the format (`first`: a new question, not a redirect or a follow-up)."""
     # a whole-file answer mostly repeats the files: a back-end with predicted outputs gets
@@ -143,8 +144,10 @@ def request(messages: list[dict[str, str]], caps: Capabilities, model: str, fmt:
     shape = grammar(fmt, files) if caps.grammar and caps.prefill and first else None
     if max_tokens is None and caps.model_class == "tiny":
         max_tokens = answer_budget(files)
+    offered, rounds = tools if caps.tools else (None, 0)  # look-ups: only where it can call
     return Request(messages, model=model, max_tokens=max_tokens, temperature=temperature,
-                   prefill=prefill, prediction=predicted, grammar=shape, context=context)
+                   prefill=prefill, prediction=predicted, grammar=shape, context=context,
+                   tools=offered, tool_rounds=rounds)
 
 
 def _where(h: Hunk) -> str:

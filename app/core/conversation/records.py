@@ -82,6 +82,7 @@ class TurnRec(BaseModel):
     full: str = ""  # why it was sent in full when the conversation could have gone on
     steered_at: int | None = None
     time: float = 0.0
+    map: list[str] = []  # repository map items sent before `content` (app/core/knowledge)
 
 
 class Text(BaseModel):
@@ -126,6 +127,8 @@ class End(BaseModel):
     tools: list[tuple[str, str, str | None, str | None]] = []
     retries: list[tuple[int, int, float, str]] = []  # attempt, attempts, delay, reason
     response_id: str | None = None  # the server keeps the answer by this id (Done.response_id)
+    lookups: list[dict] = []  # look-up rounds' items, as sent (Turn.lookups)
+    lookup_chars: int = 0
 
 
 class Rebase(BaseModel):

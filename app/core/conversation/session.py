@@ -58,6 +58,7 @@ from app.core.edits.formats import fragments, make_parser
 from app.core.edits.formats.base import StreamParser
 from app.core.edits.hunks import DECIDED, EditError, Resolver
 from app.core.events import (
+    LOOKUP_EVENTS,
     Done,
     Error,
     Event,
@@ -67,6 +68,7 @@ from app.core.events import (
     Retrying,
     TextDelta,
 )
+from app.core.knowledge.service import Knowledge
 from app.core.provider import Provider, Request
 
 __all__ = ["ContextError", "Session", "Turn", "TurnState", "end_record", "restore_end"]
@@ -100,7 +102,7 @@ class Session:
         self._parser: StreamParser | None = None  # the answer streaming now
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
-        self._messages: list[dict[str, str]] = []  # the request now streaming
+        self._messages: list[dict] = []  # the request now streaming
         self._rid: str | None = None  # the id its answer is kept by on the server (Done)
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
         self.journal = Journal.for_workspace(ws)
@@ -110,6 +112,7 @@ class Session:
         self.accepts: list[tuple[int, str]] = []
         self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
         self._resolver: Resolver = ws  # what the pending diff reads bases through
+        self.knowledge: Knowledge | None = None  # the repository map, look-ups (service.py)
 
     # -- context (app/core/conversation/context.py) -------------------------------------------
     @property
@@ -134,9 +137,10 @@ class Session:
         return self.files.tokens(rel, outline=outline)
 
     def budget(self, draft: str = "") -> budgets.Budget:
-        """The next request's size against the model's context window."""
+        """The next request's size against the model's context window (and the map's)."""
         fmt = self.fmt if self.turn else self.fmt_choice
-        return self.sent.budget(draft, fmt, self.provider.context_window)
+        tokens = self.knowledge.budget(self.provider) if self.knowledge else 0
+        return self.sent.budget(draft, fmt, self.provider.context_window, map_tokens=tokens)
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -153,15 +157,10 @@ class Session:
 
     @property
     def streaming(self) -> bool:
-        """An answer is coming. False as soon as it is interrupted (the turn settles at once),
-        even while the cancelled task still unwinds."""
+        """An answer is coming (False once interrupted, while the cancelled task unwinds)."""
         turn = self.turn
         return (self._task is not None and not self._task.done() and turn is not None
                 and turn.live)
-
-    def _open_change_set(self) -> bool:
-        return self.pending is not None and any(h.state not in DECIDED  # open or streaming
-                                                for h in self.pending.hunks)
 
     @property
     def tentative(self) -> str:
@@ -185,7 +184,9 @@ class Session:
         """Send a message. While an answer streams, this is a redirect."""
         if self.streaming:
             return self.redirect(instruction)
-        return self._start(instruction, "follow-up" if self._open_change_set() else "ask")
+        pending = self.pending  # with hunks open or streaming: the change set goes on
+        going_on = pending is not None and any(h.state not in DECIDED for h in pending.hunks)
+        return self._start(instruction, "follow-up" if going_on else "ask")
 
     @property
     def refused(self) -> list[EditError]:
@@ -194,8 +195,7 @@ class Session:
         return [e for e in pending.errors if e.turn == pending.turn] if pending else []
 
     def retry_refused(self) -> Turn | None:
-        """Ask the model to redo the edits that could not be applied, showing it the files
-        as they are now (a follow-up: decisions so far are kept and told)."""
+        """Ask the model to redo the edits it could not apply, with the files as they are now."""
         errors = self.refused
         if not errors or self.streaming or self.pending is None:
             return None
@@ -207,8 +207,7 @@ class Session:
 
     @property
     def failed(self) -> Turn | None:
-        """The last request, when it failed before any answer text arrived: the one a retry
-        sends again (and whose instruction the prompt gets back)."""
+        """The last request, failed before any answer text: the one a retry sends again."""
         turn = self.turn
         return turn if turn is not None and turn.failed and not self.streaming else None
 
@@ -234,9 +233,8 @@ class Session:
                 await asyncio.shield(self._task)
 
     def redirect(self, instruction: str) -> Turn:
-        """Stop the running answer and continue from it with a new instruction; decisions
-        already made are kept and the model is told about them. A back-end that steers
-        natively cuts the answer itself and goes on without a new request."""
+        """Stop the running answer and continue from it with a new instruction (decisions kept
+        and told); a back-end that steers natively cuts it and goes on, no new request."""
         turn = self.turn
         if (self.provider.capabilities.native_steer and self._steering is None
                 and turn is not None and turn.state == "streaming" and self.streaming):
@@ -299,12 +297,13 @@ class Session:
                turn: Turn | None = None, content: str | None = None,
                events: AsyncIterator[Event] | None = None) -> Turn:
         previous = self.turn
-        caps = self.provider.capabilities
+        caps, know = self.provider.capabilities, self.knowledge
         snapshots: list[Snapshot] | None = None
         full, self.sent.full_next = self.sent.full_next, ""
         continues = None
-        if kind == "ask":
-            snapshots = self.files.snapshots()
+        if kind == "ask":  # with the files the instruction names (service.py: `named`)
+            snapshots = self.files.snapshots() + self.files.now(
+                know.named(instruction, self.context) if know is not None else ())
             fmt, self.fmt_reason = prompts.pick_format(caps, self.provider.model,
                                                        self.fmt_choice, snapshots)
             interrupted = previous is not None and previous.state == "interrupted"
@@ -330,14 +329,19 @@ class Session:
         turn = turn or Turn(instruction, kind)
         bases = snapshots if snapshots is not None else self._snapshots
         prefill = prompts.prefill(fmt, bases) if caps.prefill else ""
+        # the map's new items (in full for a new conversation); a steer sends its words only
+        fresh, held = kind == "ask" and not continues, self.sent.map_version
+        repo_map, self.sent.map_next = know.items(fresh, held, instruction, bases, self.provider
+                                                  ) if know and events is None else ([], held)
         rec = TurnRec(kind=kind, instruction=instruction, content=content, fmt=fmt,
                       agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
-                      continues=continues, full=full, time=time.time())
+                      continues=continues, full=full, time=time.time(), map=repo_map)
         self._open_turn(rec, turn, snapshots)
         req = prompts.request(self._messages, caps, self.provider.model, fmt, bases,
                               first=kind == "ask", prefill=prefill, max_tokens=self.max_tokens,
-                              temperature=self.temperature, context=list(self.context))
+                              temperature=self.temperature, context=list(self.context),
+                              tools=know.offer() if know is not None else (None, 0))
         assert self._parser is not None  # _open_turn made this answer's parser
         self._task = asyncio.get_running_loop().create_task(
             self._run(turn, req, self._parser, events))
@@ -365,7 +369,7 @@ class Session:
         # may mean deleting code (then the deletion is proposed, flagged)
         self.pending.removal_asked = fragments.asks_removal(rec.instruction)
         messages = self.sent.open(rec.content, self.fmt, old_pending, snapshots,
-                                  afresh=afresh, agent=rec.agent)
+                                  afresh=afresh, agent=rec.agent, repo_map=rec.map)
         self.sent.full = rec.full
         turn.prose_from = len(self.pending.prose)
         turn.pending, turn.pturn = self.pending, self.pending.turn
@@ -380,8 +384,7 @@ class Session:
             self._feed(turn, rec.prefill)
 
     def _feed(self, turn: Turn, text: str) -> None:
-        """Text of the answer `turn` that did not come from the back-end now (a prefill, or
-        the text a resume reads back), through the answer's parser."""
+        """Text of `turn` not from the back-end now (a prefill, a resume's), through the parser."""
         assert self.pending is not None and self._parser is not None  # a turn is open
         turn.chunks.append(text)
         turn.size += len(text)
@@ -406,6 +409,9 @@ class Session:
                     pending.feed(parser.feed(ev.text))
                     if log is not None:  # after the feed: a base it read is logged first
                         log.text(ev.text)
+                    self.wake()
+                elif type(ev) in LOOKUP_EVENTS and self.knowledge is not None:
+                    self.knowledge.handle(turn, ev, self.context)  # type: ignore[arg-type]
                     self.wake()
                 elif type(ev) in AGENT_EVENTS:
                     if type(ev) is FileEdit:
@@ -440,24 +446,21 @@ class Session:
         pending.feed(parser.finish(complete=turn.complete))
         pending.finish()
         self.agent.end_turn()
-        # the conversation continues from whatever the model managed to say; a request that
-        # failed before it said anything never reached the conversation (a retry sends it
-        # again, and the model must not see it twice)
+        # the conversation goes on from whatever the model said, with its look-ups as sent; a
+        # request failed before it said anything never reached it (a retry sends it again)
         rid, self._rid = (self._rid if turn.complete else None), None
         if not turn.failed:
-            self.sent.reached(self._messages, turn.text, rid)
+            self.sent.reached(self._messages, turn.text[turn.lookup_chars:], rid, turn.lookups)
         if self.log is not None:
             self.saving.save(end_record(turn).model_copy(update={"response_id": rid}))
             self.saving.save_lists()
 
     # -- the log (app/core/conversation/log.py): what each record does ---------------------
     def apply(self, rec: Record) -> None:
-        """Take a record of the session's log in: the one place that says what each record
-        does. A resume applies the log's records in order (`replay`), through the code that
-        made them; live, a record made outside the session (the files a rewind took out,
-        the end of an answer a kill cut short, the lists the UI edits) is applied, and saved.
-        Meta, Base and Rewind records do nothing here: the store writes the header, a replay
-        reads the bases in order (store.ReplayResolver), a rewind is folded away (fold)."""
+        """Take a record of the log in: the one place that says what each record does. A resume
+        applies the log in order (`replay`) through the code that made it; live, a record made
+        outside the session (a rewind's files, an answer a kill cut, the UI's lists) is applied
+        and saved. Meta, Base and Rewind do nothing here (store header, ReplayResolver, fold)."""
         turn, pending = self.turn, self.pending
         match rec:
             case TurnRec():  # saved as it opens (before the bases its prefill reads)
@@ -500,9 +503,8 @@ class Session:
         self.saving.save(rec)
 
     def replay(self, records: list[Record]) -> End | None:
-        """Rebuild the session from a log's records (`apply`), saving nothing again: the
-        bases come from the records. Returns the End it gave an answer the log left open (the
-        process died while it streamed), for the caller to apply once saving again."""
+        """Rebuild the session from a log's records (`apply`), saving nothing again. Returns
+        the End given to an answer the log left open, for the caller to apply and save."""
         log, self.log = self.log, None
         self._resolver = ReplayResolver(self.ws, records)
         try:
@@ -564,12 +566,10 @@ class Session:
         """Forget the conversation and the change set (a rewind replays what stands)."""
         if self.streaming:
             raise RuntimeError("an answer is streaming")
-        self.turns, self.queue = [], []
+        self.turns, self.queue, self.accepts, self.file_steps = [], [], [], []
         self.sent.reset()
         self.context.clear()
-        self.pending = self.review = None
-        self._snapshots = []
-        self.accepts, self.file_steps = [], []
+        self.pending, self.review, self._snapshots = None, None, []
         self.saving.forget_lists()
         self.agent = AgentHost(self)
 
@@ -585,8 +585,7 @@ class Session:
         return await asyncio.to_thread(lambda: self.journal.last_undoable() is not None)
 
     async def undo(self) -> str:
-        """Undo the last accept: this session's, else the journal's last undoable one (the
-        same one `steer undo` reverts), so the app and the command line never disagree."""
+        """Undo the last accept: this session's, else the journal's (as `steer undo` does)."""
         if self.review is not None:
             return await self.review.undo_async()
         async with self.write_lock:

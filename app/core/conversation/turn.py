@@ -61,6 +61,10 @@ class Turn:
     # a natively steered redirect: characters of the previous answer kept where it landed
     steered_at: int | None = None
     prose_from: int = 0  # the change set's explanation lines before this answer's
+    # its look-up rounds' calls and outputs as the back-end sent them (the conversation
+    # keeps them; the log too, so a resume rebuilds it), and the answer text before the last
+    lookups: list[dict] = field(default_factory=list, repr=False)
+    lookup_chars: int = 0
 
     @property
     def text(self) -> str:
@@ -163,7 +167,8 @@ def end_record(turn: Turn) -> End:
                server_tps=turn.server_tokens_per_s, ttft=turn.ttft, connect=turn.connect_time,
                elapsed=turn.elapsed, plan=[(p.content, p.status, p.priority) for p in turn.plan],
                tools=[(c.id, c.title, c.kind, c.status) for c in turn.tools.values()],
-               retries=[(r.attempt, r.attempts, r.delay, r.reason) for r in turn.retries])
+               retries=[(r.attempt, r.attempts, r.delay, r.reason) for r in turn.retries],
+               lookups=turn.lookups, lookup_chars=turn.lookup_chars)
 
 
 def restore_end(turn: Turn, rec: End) -> None:
@@ -181,3 +186,4 @@ def restore_end(turn: Turn, rec: End) -> None:
     turn.plan = [PlanItem(*p) for p in rec.plan]
     turn.tools = {c[0]: ToolCall(*c) for c in rec.tools}
     turn.retries = [Retrying(*r) for r in rec.retries]
+    turn.lookups, turn.lookup_chars = list(rec.lookups), rec.lookup_chars

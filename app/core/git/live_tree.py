@@ -36,6 +36,8 @@ class LiveTree:
         self.sync: Sync | None = None  # open while `run` runs
         self.files: list[str] = []  # the workspace's files, as the last update listed them
         self.status: dict[str, FileStatus] = {}  # what git said last (empty outside a repository)
+        # told of every update too (the repository map: app/core/knowledge/service.py `saw`)
+        self.on_update: Callable[[SyncUpdate], None] | None = None
 
     @property
     def in_git(self) -> bool:
@@ -63,6 +65,8 @@ class LiveTree:
             await self.sync.aclose()
 
     def _saw(self, update: SyncUpdate) -> None:
+        if self.on_update is not None:
+            self.on_update(update)
         if update.files is not None:
             self.files = update.files
         if update.status is not None:

@@ -154,6 +154,9 @@ class MapBuilder:
         self._pending = 0  # update batches queued and not yet applied
         self._ranking = False  # a global rank is due after the last update
         self._ready = threading.Event()
+        self._listed = threading.Event()  # the file list is published (a map of paths)
+        self._sorted = threading.Event()  # the first build knows what it must parse
+        self.to_parse = 0  # files the first build reads and parses (the cache lacks them)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._known: dict[str, Tags | None] = {}  # content key -> tags, for updates
@@ -223,6 +226,11 @@ class MapBuilder:
         """The files the map knows (not ignored), sorted."""
         return sorted(self._published.index.files)
 
+    def known(self) -> tuple[int, Collection[str]]:
+        """(version, the files the map knows), at once and unsorted (for a lookup per key)."""
+        pub = self._published
+        return pub.version, pub.index.files.keys()
+
     def wait(self, timeout: float | None = None) -> bool:
         """Until the full map is published and every queued update applied (tests and
         benchmarks; a request never calls this)."""
@@ -232,6 +240,27 @@ class MapBuilder:
         left = None if end is None else max(0.0, end - time.monotonic())
         with self._cond:
             return self._cond.wait_for(lambda: self._pending <= 0 and not self._ranking, left)
+
+    def settle(self, timeout: float, parse: int = IN_THREAD, cached: int = 5_000) -> bool:
+        """For a one-shot caller (`steer run`): until the full map is published, at most
+        `timeout` seconds, and only when it comes quickly: a tree of at most `parse` files,
+        or of at most `cached` files found in the cache (a warm 2,450-file tree publishes in
+        about half a second here; 20,000 files take seconds, cold a minute: their paths go
+        at once). True when the full map is there."""
+        end = time.monotonic() + timeout
+        if not self._listed.wait(timeout):
+            return False
+        warm = self.cache is not None and self.cache.path.exists()
+        if self._total > (cached if warm else parse):  # not quick: the paths go now
+            return False
+        if not self._sorted.wait(max(0.0, end - time.monotonic())) or self.to_parse > parse:
+            return self._published.complete
+        self._ready.wait(max(0.0, end - time.monotonic()))
+        return self._published.complete
+
+    def wait_built(self, timeout: float | None = None) -> bool:
+        """Until the first build has ended (a full map, or a failure)."""
+        return self._ready.wait(timeout)
 
     def close(self) -> None:
         self._stop.set()
@@ -272,6 +301,8 @@ class MapBuilder:
                 self._cond.notify_all()
             return
         finally:
+            self._listed.set()
+            self._sorted.set()
             self._ready.set()
         if not self._stop.is_set():
             self._serve(rank_due=time.monotonic())
@@ -285,11 +316,14 @@ class MapBuilder:
         self.timings["list"] = t1 - t0
         bare: dict[str, Entry] = {p: (None, (0, 0, 0), None) for p in paths}
         self._publish(Index.build(bare), paths=PathIndex(paths), complete=False)
+        self._listed.set()
         self._total, self._state = len(paths), "building"
         cached = self.cache.load() if self.cache else Cached()
         t2 = time.perf_counter()
         self.timings["cache_load"] = t2 - t1
         entries, todo = self._reuse(paths, cached)
+        self.to_parse = len(todo)
+        self._sorted.set()
         self._done = len(entries)
         t3 = time.perf_counter()
         self.timings["stat"] = t3 - t2
@@ -299,7 +333,10 @@ class MapBuilder:
             elif key is not None:
                 self.parsed += 1
             entries[rel] = (key, st, tags)
-        if self._stop.is_set():  # closed mid-build: nothing half-read is published or saved
+        if self._stop.is_set():  # closed mid-build: nothing half-read is published; what was
+            if self.cache is not None and entries:  # read is cached, so the next launch
+                with contextlib.suppress(OSError):  # (a short `steer run`) goes on from it
+                    self.cache.save(entries, {})
             return
         self._known = {e[0]: e[2] for e in entries.values() if e[0] is not None}
         t4 = time.perf_counter()

@@ -37,6 +37,7 @@ from app.ui.widgets.line import Line
 from app.ui.widgets.prompt import PromptInput
 
 TYPING_PAUSE = 1.5  # seconds since the last key in the prompt: still typing
+MAP_TICK = 0.5  # seconds between looks at the map's build (the context line shows it)
 
 
 class Composer(Vertical):
@@ -73,6 +74,22 @@ class Composer(Vertical):
     def on_mount(self) -> None:
         if self.session.provider.context_window is None:
             self.run_worker(self._probe_window(), group="probe")
+        if self.session.knowledge is not None:  # the map's progress on the context line
+            self._map_shown = ""
+            self.set_interval(MAP_TICK, self._map_tick)
+
+    def _map_tick(self) -> None:
+        know = self.session.knowledge
+        if know is not None and know.line() != self._map_shown:
+            self.render_context()
+
+    @on(PromptInput.DropNamed)
+    def _drop_named(self, event: PromptInput.DropNamed) -> None:
+        event.stop()
+        if self.session.knowledge is not None:
+            self.session.knowledge.drop(event.path)
+            self.notify(f"{event.path} stays out of this request", timeout=3)
+        self.render_context()
 
     def focus(self, scroll_visible: bool = True) -> Self:
         self.prompt.focus(scroll_visible)
@@ -228,6 +245,18 @@ class Composer(Vertical):
         shown = "  ".join(f"◆ {p}" + (" (outline)" if p in session.outlined else "")
                           for p in ctx) if ctx else "none yet: type @path or press c on a file"
         budget = session.budget(prompt.message).text()
+        know = session.knowledge
+        named = know.named(prompt.message, ctx) if know is not None and prompt.value else []
+        if named:  # files the draft names come along (Ctrl+N drops the last)
+            keys = actions.pretty_keys(self.key_names.get("drop_named", ""), first=True)
+            shown = (shown + "  " if ctx else "") + "  ".join(
+                f"◇ {p}" for p in named) + f" (named; {keys} drops)"
+        if named != prompt.named:
+            prompt.named = named
+            prompt.refresh_bindings()
+        if know is not None:
+            self._map_shown = know.line()
+            budget += f" · {self._map_shown}"
         self.context_line.set(f"Context: {shown} · {budget}{hint}")
         if set(ctx) != self._context_shown:
             self._context_shown = set(ctx)

@@ -107,6 +107,13 @@ class PromptInput(Input):
         """Tab in an empty prompt: the user wants to review (while it streams, too)."""
 
     @dataclass
+    class DropNamed(Message):
+        """The user takes the file the draft names (shown ◇ on the context line) out of
+        the request it will send."""
+
+        path: str
+
+    @dataclass
     class ShowPaste(Message):
         """F2: the user wants to read a paste whole (the composer shows PasteView)."""
 
@@ -121,6 +128,7 @@ class PromptInput(Input):
         self.files: list[str] = []
         self.suggester = _PrefixSuggester(self)
         self.completion: str | None = None  # best @path match for the token being typed
+        self.named: list[str] = []  # files the draft names (the composer sets it)
         self.typed_at = float("-inf")  # when the user last pressed a key here
         self.history: list[str] = []  # instructions sent, oldest first
         self._recall = 0  # the entry shown (len(history): the draft)
@@ -233,7 +241,13 @@ class PromptInput(Input):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "expand_paste":  # listed only while the prompt holds a paste
             return True if self.pastes.spans(self.value) else None
+        if action == "drop_named":  # listed only while the draft names a file
+            return True if self.named else None
         return True
+
+    def action_drop_named(self) -> None:
+        if self.named:
+            self.post_message(self.DropNamed(self.named[-1]))
 
     def action_expand_paste(self) -> None:
         """Show the paste at (or before) the cursor whole; the last one otherwise."""
