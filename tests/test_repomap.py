@@ -296,7 +296,7 @@ def test_current_never_waits_for_a_build(tmp_path):
 
 
 def test_status_line():
-    from app.core.knowledge.builder import MapStatus
+    from app.core.knowledge.render import MapStatus
 
     assert MapStatus("building", 1240, 496, 1240, 1).line() == "map: 1,240 files · building 40%"
     assert MapStatus("ready", 1240, 1240, 1240, 2).line() == "map: 1,240 files"

@@ -37,7 +37,7 @@ from app.core.knowledge.cache import Cached, TagCache, cache_dir
 from app.core.knowledge.delta import ADDED, CHANGED, DELETED, MapDelta, net, render_delta
 from app.core.knowledge.index import Entry, Index, Row
 from app.core.knowledge.rank import PathIndex, rank
-from app.core.knowledge.render import DEFAULT_BUDGET, RepoMap, render, render_paths
+from app.core.knowledge.render import DEFAULT_BUDGET, MapStatus, RepoMap, render, render_paths
 from app.core.knowledge.tags import (
     MAX_PARSE_BYTES,
     Parsed,
@@ -53,32 +53,6 @@ CHUNK_BYTES = 256 << 10  # ... or fewer, when they are big
 IN_THREAD = 256  # fewer files than this to parse: no worker processes
 HISTORY = 512  # versions whose changes `changes_since` can still name
 RESCAN = "\0rescan"  # a queued update meaning "compare the whole tree"
-
-
-@dataclass(frozen=True)
-class MapStatus:
-    """For the status line."""
-
-    state: str  # "starting", "listing", "building", "ready", "failed"
-    files: int
-    done: int  # files read so far in the current build
-    total: int
-    version: int
-    error: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        return self.state == "ready"
-
-    def line(self) -> str:
-        if self.state in ("starting", "listing"):
-            return "map: listing files…"
-        if self.state == "failed":
-            return f"map: {self.files:,} files · paths only ({self.error})"
-        if self.state == "building":
-            pct = int(100 * self.done / self.total) if self.total else 0
-            return f"map: {self.files:,} files · building {pct}%"
-        return f"map: {self.files:,} files"
 
 
 @dataclass(frozen=True)

@@ -165,3 +165,29 @@ def _assemble(index: Index, header: str, blocks: Iterable[tuple[str, str]], budg
     summary = folder_summary(index, paths, room - used)
     text = header + "".join(texts) + summary
     return RepoMap(text, estimate_tokens(text), version, complete, tuple(paths), len(index.files))
+
+
+@dataclass(frozen=True)
+class MapStatus:
+    """For the status line."""
+
+    state: str  # "starting", "listing", "building", "ready", "failed"
+    files: int
+    done: int  # files read so far in the current build
+    total: int
+    version: int
+    error: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "ready"
+
+    def line(self) -> str:
+        if self.state in ("starting", "listing"):
+            return "map: listing files…"
+        if self.state == "failed":
+            return f"map: {self.files:,} files · paths only ({self.error})"
+        if self.state == "building":
+            pct = int(100 * self.done / self.total) if self.total else 0
+            return f"map: {self.files:,} files · building {pct}%"
+        return f"map: {self.files:,} files"

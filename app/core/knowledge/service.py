@@ -32,8 +32,9 @@ from typing import Any, Protocol
 from app.core.disk.snapshot import Snapshot
 from app.core.events import LookupCall, ToolCall, ToolRound, ToolsRefused
 from app.core.knowledge import tools
-from app.core.knowledge.builder import MapBuilder, MapStatus
+from app.core.knowledge.builder import MapBuilder
 from app.core.knowledge.lookup import Lookup
+from app.core.knowledge.render import MapStatus
 from app.core.knowledge.secret_files import secret_name
 from app.core.provider import Provider
 
