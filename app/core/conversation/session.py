@@ -47,19 +47,12 @@ from app.core.disk.journal import Entry, Journal
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
 from app.core.edits import rebase
+from app.core.edits.arrival import Arrivals
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import fragments, make_parser
 from app.core.edits.formats.base import StreamParser
 from app.core.edits.hunks import DECIDED, EditError, Resolver
-from app.core.events import (
-    Error,
-    Event,
-    FileEdit,
-    FileWrite,
-    ReasoningDelta,
-    Retrying,
-    TextDelta,
-)
+from app.core.events import Error, Event, FileEdit, FileWrite, ReasoningDelta, Retrying, TextDelta
 from app.core.provider import Provider, Request
 
 __all__ = ["ContextError", "Session", "Turn", "TurnState", "end_record", "restore_end"]
@@ -98,6 +91,7 @@ class Session:
         self.journal = Journal.for_workspace(ws)
         # one write at a time (accept, undo), shared with the live rebase (app/core/git/sync.py)
         self.write_lock = asyncio.Lock()
+        self.arrivals = Arrivals(ws, self.write_lock)  # each edit checked against the disk
         # what checkpoints need: each accept's journal step with the turn it belongs to
         self.accepts: list[tuple[int, str]] = []
         self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
@@ -228,6 +222,7 @@ class Session:
         while self._task is not None and not self._task.done():
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._task)
+        await self.arrivals.settle()
 
     def redirect(self, instruction: str) -> Turn:
         """Stop the running answer and continue from it with a new instruction; decisions
@@ -418,14 +413,18 @@ class Session:
                         log.reasoning(ev.text)
                     elif type(ev) is Retrying:  # the back-end waits: say so on screen
                         self.wake()
+                if pending.arrived:  # an edit completed: placed against the disk as it is now
+                    self.arrivals.kick(pending)
         except asyncio.CancelledError:
             if turn.live:
                 self._finalize(turn, parser, interrupted=True)
+            self.arrivals.kick(pending)
             raise
         except Exception as exc:  # a provider bug must not leave the UI streaming forever
             turn.error = Error("protocol", f"{type(exc).__name__}: {exc}")
         if turn.live:  # a steered answer ends as interrupted, where the server cut it
             self._finalize(turn, parser, interrupted=turn.finish_reason == "steered")
+        self.arrivals.kick(pending)
         if self.queue and turn.complete and self._task is asyncio.current_task():
             self._task = None
             self.start(self.queue.pop(0))

@@ -73,6 +73,13 @@ class Hunk:
         return len(self.old)
 
 
+def note_conflict(h: Hunk, b1: int, b2: int) -> None:
+    """A conflict's note: which of the user's lines it is about, and the three ways out."""
+    lo, hi = b1 + 1, max(b1 + 1, b2)
+    where = f"line {lo}" if lo == hi else f"lines {lo}-{hi}"
+    h.note = f"you changed {where} on disk too: keep yours, take the proposal, or edit"
+
+
 @dataclass(slots=True)
 class EditError:
     path: str | None
