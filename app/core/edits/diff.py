@@ -268,7 +268,10 @@ class PendingDiff:
             cur.edit = self._place(fd, 0, list(base.lines), aligned=True)
         elif ev.kind in ("whole", "add"):
             if fd.blocked(0, max(len(base.lines), 1)):
-                self._fail(cur, f"{rel}: a whole-file edit overlaps changes you already decided")
+                decided = any(x.decided for x in fd.overlapping(0, max(len(base.lines), 1)))
+                self._fail(cur, f"{rel}: a whole-file edit overlaps changes you already decided"
+                           if decided else f"{rel}: a whole-file block after other edits of this "
+                           "file in the same answer; which one it means is ambiguous, refused")
                 return
             fd.claim(0, max(len(base.lines), 1))
             fd.deleted = False
