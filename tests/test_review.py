@@ -51,7 +51,9 @@ def test_user_edit_elsewhere_rebases_and_user_edit_in_region_conflicts(ws):
     review = Review(ws, pending)
     out = review.accept_all()
     assert out.accepted == [h1.id] and out.conflicts == [h2.id]
-    assert h2.state == HunkState.CONFLICT and "changed on disk" in h2.note
+    # (rebased before the accept planned: the conflict shows both sides, not a stale `−` line)
+    assert h2.state == HunkState.CONFLICT and "on disk too" in h2.note
+    assert (h2.old, h2.new, h2.ancestor) == (["line 15 (mine)"], ["line fifteen"], ["line 15"])
     assert read(ws) == mine.replace("line 3\n", "line three\n")  # my edits both survive
 
 

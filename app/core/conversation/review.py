@@ -25,6 +25,7 @@ from app.core.disk.journal import Entry, Journal, StepFailed, UndoRefused, Write
 from app.core.disk.repo_lock import Busy
 from app.core.disk.workspace import ABSENT, Content, PathRefused, Workspace
 from app.core.edits import rebase as live
+from app.core.edits.arrival import check_now
 from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState
@@ -259,10 +260,8 @@ class Review:
         h = self.pending.hunk(hunk_id)
         return self.plan({hunk_id: list(h.new)}, f"proposal for hunk #{hunk_id}")
 
-    def take_theirs(self, hunk_id: int) -> Outcome:
+    def take_theirs(self, hunk_id: int) -> Outcome:  # (editing one: accept_edited)
         return self._run(lambda: self.plan_theirs(hunk_id))
-
-    # editing a conflict is accept_edited / plan_edited with the lines the user settled on
 
     @staticmethod
     def _bulk(fd: FileDiff) -> list[Hunk]:
@@ -294,13 +293,19 @@ class Review:
         move (apply_patch `Move to`) is carried out once all their hunks are accepted."""
         out = Outcome()
         by_file: dict[str, list[Hunk]] = {}
+        before, now = self._settle(chosen)
         for i in chosen:
+            if now.get(i) is None or (now[i] != before[i] and chosen[i] is not None):
+                # gone, or not what the user chose its lines from: never written unseen
+                out.messages.append(f"hunk #{i}: the file changed on disk just now; look again")
+                continue
             h = self.pending.hunk(i)
             if h.state not in OPEN:
                 if h.state == HunkState.STREAMING:
                     out.messages.append(f"hunk #{i} is still streaming")
                 continue
             if h.ancestor is not None and h.state == HunkState.CONFLICT and chosen[i] is None:
+                out.conflicts.append(i)
                 out.messages.append(f"hunk #{i} conflicts with your change on disk: keep yours, "
                                     f"take the proposal, or edit it")
                 continue
@@ -342,9 +347,20 @@ class Review:
         plan.label = _label(label, plan.decided)
         return plan
 
+    def _settle(self, chosen: Mapping[int, list[str] | None]) -> tuple[dict, dict]:
+        """A file the disk changed under (a save no watch event has reported yet) is rebased
+        before an accept plans (arrival.check_now): a conflict has both sides, never a stale
+        one. Returns the hunks' sides before and after, by id."""
+        def sides() -> dict[int, tuple]:
+            return {h.id: (h.old, h.new, h.base_start, h.state) for h in self.pending.hunks}
+        before = sides()
+        for path in {before_h.path for before_h in self.pending.hunks if before_h.id in chosen}:
+            check_now(self.ws, self.pending.files[path])
+        return before, sides()
+
     def _merge_for(self, fd: FileDiff, hunks: list[Hunk],
                    chosen: Mapping[int, list[str] | None]) -> FileMerge:
-        expected, shift = self.expected(fd)
+        expected, shift = fd.expected()
         pairs: list[tuple[Hunk, list[str]]] = []
         for h in hunks:
             written = chosen[h.id]
@@ -467,11 +483,6 @@ class Review:
         if self.on_decided is not None:
             self.on_decided()
 
-    def expected(self, fd: FileDiff) -> tuple[list[str], Callable[[int], int]]:
-        """What steer believes is on disk for `fd` (base + accepted hunks), and a function
-        mapping a base line number to its shift in that text."""
-        return fd.expected()
-
     def _conflict(self, out: Outcome, hunks: list[Hunk], why: str, quiet: bool = False) -> None:
         for h in hunks:
             h.state, h.note = HunkState.CONFLICT, why
@@ -507,11 +518,9 @@ class Review:
         flipped: list[Hunk] = []
         for path in paths:
             fd = self.pending.files.get(path)
-            if fd is None:
-                continue
-            expected, shift = self.expected(fd)
-            touched = await asyncio.to_thread(self.touched, self.ws, fd, expected)
-            flipped += self.apply_recheck(fd, touched, shift)
+            if fd is not None:
+                touched = await asyncio.to_thread(self.touched, self.ws, fd, None)
+                flipped += self.apply_recheck(fd, touched, None)
         return flipped
 
     # -- undo ------------------------------------------------------------------------------

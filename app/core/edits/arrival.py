@@ -20,7 +20,17 @@ import asyncio
 from app.core.disk.workspace import Workspace
 from app.core.edits import rebase
 from app.core.edits.diff import PendingDiff
+from app.core.edits.file_diff import FileDiff
 from app.core.faults import stop_point
+
+
+def check_now(ws: Workspace, fd: FileDiff) -> rebase.Rebased | None:
+    """The same check, at once (an accept about to plan its writes); None when the disk is
+    what steer expects."""
+    read = rebase.read_disk(ws, rebase.expectation(fd))
+    if read.snapshot is not None and not read.user:
+        return None
+    return rebase.apply(fd, read)
 
 
 class Arrivals:
