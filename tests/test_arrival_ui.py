@@ -48,4 +48,3 @@ async def test_a_conflict_at_arrival_shows_both_sides_and_e_saves_the_merge(demo
             assert disk(demo) == CALC.replace(
                 "def main():\n", "def main() -> None:  # mine\n")
             assert h.note.startswith("edited before accepting")
-            del rig
