@@ -240,3 +240,27 @@ def ChatServerThread(answer: str):
     from app.server.chat_server import ServerThread
 
     return ServerThread(replay=answer)
+
+
+# -- an accept meets a save no watch event has reported yet ------------------------------------
+def test_an_edited_merge_the_disk_moved_under_is_kept_and_then_written(tmp_path):
+    from conftest import stream
+
+    from app.core.conversation.review import Review
+
+    ws = Workspace(init_repo(tmp_path / "r", {"f.txt": SRC}))
+    pending = stream(ws, sr("f.txt", "line 3\n", "three\n") + sr("f.txt", "line 15\n", "fifteen\n"),
+                     context=["f.txt"])
+    h1, h2 = pending.files["f.txt"].hunks
+    review = Review(ws, pending)
+    mine = SRC.replace("line 15\n", "line 15 (mine)\n")
+    write(ws, mine)  # saved just before the user's Ctrl+S in the editor
+    out = review.accept_edited(h2.id, ["fifteen, merged by hand"])
+    assert out.accepted == [] and "look again" in " ".join(out.messages)
+    assert read(ws) == mine  # nothing written unseen
+    # a conflict with both sides, and the user's merge is not thrown away: it is the proposal
+    assert (h2.state, h2.old, h2.new, h2.ancestor) == (
+        HunkState.CONFLICT, ["line 15 (mine)"], ["fifteen, merged by hand"], ["line 15"])
+    assert review.take_theirs(h2.id).accepted == [h2.id]
+    assert read(ws) == SRC.replace("line 15\n", "fifteen, merged by hand\n")
+    assert h1.state == HunkState.PENDING
