@@ -264,3 +264,44 @@ def test_an_edited_merge_the_disk_moved_under_is_kept_and_then_written(tmp_path)
     assert review.take_theirs(h2.id).accepted == [h2.id]
     assert read(ws) == SRC.replace("line 15\n", "fifteen, merged by hand\n")
     assert h1.state == HunkState.PENDING
+
+
+# -- an ACP agent's diffs --------------------------------------------------------------------
+@pytest.fixture
+def agent_log(tmp_path: Path, monkeypatch) -> Path:
+    path = tmp_path / "agent.log"  # what the scripted agent saw (tests/acp_agent.py)
+    monkeypatch.setenv("STEER_TEST_AGENT_LOG", str(path))
+    return path
+
+
+async def test_an_agents_diff_over_a_line_the_user_changed_since_it_read_is_a_conflict(
+        tmp_path, agent_log):
+    from test_acp import logged, script, session_for
+
+    repo = init_repo(tmp_path / "r", {"f.txt": SRC})
+    """issue 20: an agent's diffs are placed against the disk as it is when they arrive, the
+    file as the agent read it being the common ancestor."""
+    cmd = script(tmp_path, [
+        {"read": {"path": "f.txt"}},
+        {"sleep": 2.0},  # the user saves the file meanwhile
+        {"tool": {"id": "t1", "title": "Edit f.txt", "path": "f.txt", "old": "line 8\n",
+                  "new": "eight\n"}},
+        {"say": "done"}])
+    session = session_for(repo, cmd)
+    try:
+        session.start("edit")
+        await _until(lambda: logged(agent_log, "read"))
+        mine = SRC.replace("line 8\n", "line 8 # MINE\n")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])",
+            str(repo / "f.txt"), mine)
+        assert await proc.wait() == 0
+        await session.wait()
+        assert session.turn.complete, session.turn.error
+        [h] = session.pending.hunks
+        assert (h.state, h.old, h.new, h.ancestor) == (
+            HunkState.CONFLICT, ["line 8 # MINE"], ["eight"], ["line 8"])
+        session.review.accept_all()
+        assert (repo / "f.txt").read_text() == mine
+    finally:
+        await session.aclose()

@@ -186,6 +186,8 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         if left:
             code = code or EXIT_EDITS
     elif turn.complete and pending.hunks:  # the user's choice: said, and no failure
+        for line in _left(pending, flagged=True):  # what an accept would have to take on purpose
+            print(f"steer: flagged: {line}", file=sys.stderr)
         files = {h.path for h in pending.hunks}
         print(f"steer: nothing written (--accept none): {len(pending.hunks)} hunk(s) in "
               f"{len(files)} file(s) proposed; --accept all writes them", file=sys.stderr)
@@ -240,14 +242,15 @@ def _accept_all(review, ws):
         return out
 
 
-def _left(pending) -> list[str]:
-    """After --accept all: each file with hunks still open, and why each was left."""
+def _left(pending, flagged: bool = False) -> list[str]:
+    """After --accept all: each file with hunks still open, and why each was left
+    (`flagged`: only the hunks a bulk accept leaves on purpose)."""
     from app.core.edits.hunks import OPEN, HunkState
 
     why = {HunkState.CONFLICT: "conflicts with your change on disk", HunkState.STALE: "stale"}
     lines = []
     for fd in pending.files.values():
-        open_ = [h for h in fd.hunks if h.state in OPEN]
+        open_ = [h for h in fd.hunks if h.state in OPEN and (h.warning or not flagged)]
         if not open_:
             continue
         parts = []

@@ -41,7 +41,6 @@ class Arrivals:
         self.lock = lock  # the session's write lock: never mid-accept, never beside a rebase
         self._task: asyncio.Task[None] | None = None
         self._waiting: list[PendingDiff] = []  # change sets with edits to check, in order
-        self.rebased: list[rebase.Rebased] = []  # what the checks moved, for who asks
 
     def kick(self, pending: PendingDiff) -> None:
         """Edits completed in `pending` (`pending.arrived`): check them, off the stream."""
@@ -84,6 +83,4 @@ class Arrivals:
             if read.snapshot is not None and not read.user and \
                     read.token == rebase.expectation(fd).token:
                 continue  # the disk is what steer expects: placed right already
-            done = rebase.apply(fd, read)
-            if done.any or done.deferred:
-                self.rebased.append(done)
+            rebase.apply(fd, read)  # (the pane redraws what it touched, by revision)
