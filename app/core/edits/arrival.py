@@ -16,6 +16,7 @@ hunk completing and a live rebase (`steer run` has no watcher at all). So:
 from __future__ import annotations
 
 import asyncio
+import os
 
 from app.core.disk.workspace import Workspace
 from app.core.edits import rebase
@@ -41,6 +42,7 @@ class Arrivals:
         self.lock = lock  # the session's write lock: never mid-accept, never beside a rebase
         self._task: asyncio.Task[None] | None = None
         self._waiting: list[PendingDiff] = []  # change sets with edits to check, in order
+        self._same: dict[str, tuple] = {}  # path -> (change set, stat, expectation) last seen equal
 
     def kick(self, pending: PendingDiff) -> None:
         """Edits completed in `pending` (`pending.arrived`): check them, off the stream."""
@@ -69,6 +71,13 @@ class Arrivals:
         fds = [fd for p in paths if (fd := pending.files.get(p)) is not None and fd.hunks]
         for fd in fds:
             stop_point(f"arrive:{fd.path}")  # tests save the file right here
+        # a file whose stat and expectation are as at its last check (when it was as
+        # expected) is not read again: 65 edits of one file cost one read, not 65
+        stats = {fd.path: self._stat(fd.path) for fd in fds}
+        fds = [fd for fd in fds if stats[fd.path] is None or self._same.get(fd.path) !=
+               (pending, stats[fd.path], rebase.expectation(fd).token)]
+        if not fds:
+            return
         expects = [rebase.expectation(fd) for fd in fds]
         try:
             reads = await asyncio.to_thread(lambda: [rebase.read_disk(self.ws, e) for e in expects])
@@ -80,7 +89,17 @@ class Arrivals:
         for fd, read in zip(fds, reads, strict=True):
             if pending.files.get(fd.path) is not fd:
                 continue
-            if read.snapshot is not None and not read.user and \
-                    read.token == rebase.expectation(fd).token:
-                continue  # the disk is what steer expects: placed right already
+            token = rebase.expectation(fd).token
+            if read.snapshot is not None and not read.user and read.token == token:
+                if stats[fd.path] is not None:  # the disk is what steer expects: placed right
+                    self._same[fd.path] = (pending, stats[fd.path], token)
+                continue
+            self._same.pop(fd.path, None)
             rebase.apply(fd, read)  # (the pane redraws what it touched, by revision)
+
+    def _stat(self, path: str) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.stat(self.ws.root / path)
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
