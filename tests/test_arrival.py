@@ -305,3 +305,63 @@ async def test_an_agents_diff_over_a_line_the_user_changed_since_it_read_is_a_co
         assert (repo / "f.txt").read_text() == mine
     finally:
         await session.aclose()
+
+
+# -- a saved session replays what arrival did ----------------------------------------------------
+async def test_a_conflict_found_at_arrival_is_the_same_after_a_resume(demo):
+    from test_arrival_ui import BEFORE_MAIN, MINE
+    from test_sessions import state
+
+    from app.bench.demo import CALC_ANSWER
+    from app.core.conversation import resume
+    from app.core.conversation.store import SessionStore
+
+    server = ChatServer(replay=CALC_ANSWER, rate=2000,
+                        faults=Faults(stall_after=BEFORE_MAIN, stall_seconds=2.0))
+    await server.start()
+    store = SessionStore(demo)
+    s = Session(Workspace(demo), OpenAIChat(server.base_url, "replay"), fmt="search_replace",
+                context=["calc.py"])
+    resume.start(s, store, branch="main")
+    again = None
+    try:
+        s.start("add type hints")
+        await _until(lambda: s.pending is not None and "calc.py" in s.pending.files
+                     and len(s.pending.files["calc.py"].hunks) == 2
+                     and all(h.state == HunkState.PENDING for h in s.pending.hunks))
+        await edit(demo / "calc.py", "def main():\n", "def main():  # mine\n")
+        await s.wait()
+        assert (demo / "calc.py").read_text() == MINE
+        main = s.pending.hunks[-1]
+        assert main.state == HunkState.CONFLICT and main.ancestor == ["def main():"]
+        s.review.accept([s.pending.hunks[0].id])  # a decision after the arrival rebase
+        before = state(s)
+        sid = s.log.id
+        await s.aclose()
+        again = Session(Workspace(demo), OpenAIChat(server.base_url, "replay"), fmt="search_replace")
+        resume.resume(again, store, sid)
+        assert state(again) == before
+    finally:
+        await s.aclose()
+        if again is not None:
+            await again.aclose()
+        await server.close()
+
+
+async def test_a_file_deleted_before_its_hunk_arrives_is_stale_with_the_reason(root):
+    session, server = await _session(root, ANSWER, stall_after=tokens_until(ANSWER, "g.txt"),
+                                     stall_seconds=2.0)
+    try:
+        session.start("edit both")
+        await _until(lambda: session.pending is not None and "f.txt" in session.pending.files)
+        proc = await asyncio.create_subprocess_exec("git", "rm", "-q", "g.txt", cwd=root)
+        assert await proc.wait() == 0
+        await session.wait()
+        h = _only(session, "g.txt")
+        assert h.state == HunkState.STALE and "g.txt was deleted outside steer" in h.note
+        out = session.review.accept_all()
+        assert out.accepted == [_only(session, "f.txt").id]
+        assert not (root / "g.txt").exists()  # never brought back by an accept
+    finally:
+        await session.aclose()
+        await server.close()
