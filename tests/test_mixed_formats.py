@@ -20,12 +20,22 @@ PROSE = st.sampled_from(["", "Now the next one.", "Some notes:", "- a point", "T
                          "```python\nprint('example')\n```", "See above.", "m9.py is not touched."])
 
 
+def _fenced_patch(path: str, base: list[str], target: list[str]) -> str:
+    """apply_patch inside a ```diff block, as chat models often write it."""
+    text = RENDERERS["apply_patch"](path, base, target)
+    head, patch = text.split("*** Begin Patch\n", 1)
+    return f"{head}```diff\n*** Begin Patch\n{patch}```\n"
+
+
+KINDS = {**RENDERERS, "fenced_patch": _fenced_patch}
+
+
 def _base(name: str) -> list[str]:
     return [f"{name}_{j} = {j}" for j in range(12)]
 
 
 @settings(max_examples=80)
-@given(st.lists(st.sampled_from(list(RENDERERS)), min_size=1, max_size=4), st.sampled_from(FORMATS),
+@given(st.lists(st.sampled_from(list(KINDS)), min_size=1, max_size=4), st.sampled_from(FORMATS),
        st.data())
 def test_every_named_file_ends_as_hunks_or_a_visible_refusal(kinds, asked, data):
     names = [f"m{i}.py" for i in range(len(kinds))]
@@ -39,7 +49,7 @@ def test_every_named_file_ends_as_hunks_or_a_visible_refusal(kinds, asked, data)
         target = base[:at] + [f"{base[at]}  # changed"] + extra + base[at + 1:]
         targets[name] = target
         parts.append(data.draw(st.lists(PROSE, max_size=2)))
-        parts.append(RENDERERS[kind](name, base, target))
+        parts.append(KINDS[kind](name, base, target))
     text = ""
     for p in parts:
         text += "".join(t + "\n" for t in p) if isinstance(p, list) else p

@@ -290,3 +290,16 @@ def test_prose_and_markdown_links_are_not_taken_for_file_names(line):
     # and a code block after it is prose, not a whole file
     ev = parse_with(f"{line}\n```python\nprint(1)\n```\n", "whole")
     assert not any(isinstance(e, EditBegin) for e in ev), line
+
+
+@pytest.mark.parametrize("before", ["", "a.py\n"])
+def test_a_patch_inside_a_code_block_is_a_patch_not_prose(before):
+    # issue 20: a ```diff block holding *** Begin Patch was read as code, dropped silently
+    text = (f"The change:\n{before}```diff\n*** Begin Patch\n*** Update File: a.py\n@@\n x = 1\n"
+            "-y = 2\n+y = 3\n*** End Patch\n```\nDone.\n")
+    for fmt in ("search_replace", "apply_patch", "whole"):
+        ev = parse(text, fmt)
+        assert [e for e in ev if isinstance(e, (EditBegin, EditEnd))] == [
+            EditBegin("a.py", "update", sequential=True), EditEnd()], fmt
+        assert Line("+", "y = 3") in ev and Prose("Done.") in ev
+        assert Prose("```") not in ev  # the fence that closed the patch is not explanation

@@ -153,6 +153,10 @@ class EditParser(StreamParser):
             if SEARCH.match(line):
                 self.in_fence = True
                 self._begin_block(self.path, out)
+            elif line.strip() == "*** Begin Patch":  # a patch, not a file that starts so
+                out.extend(Prose(t) for t in opened)
+                self.state = CODE
+                self._line(line, out)
             elif self.whole and not self._closes(line):
                 out.append(EditBegin(self.path, "whole"))
                 self.state = WHOLE
@@ -173,6 +177,11 @@ class EditParser(StreamParser):
             if SEARCH.match(line):  # the file name may sit inside the fence, before the block
                 self.in_fence = True
                 self._search_from_held(out)
+            elif line.strip() == "*** Begin Patch":  # a patch in a code block is a patch all the same
+                self.in_fence = True
+                self._flush(out)
+                self.patch._line(line, out)
+                self.state = PATCH
             elif self._closes(line):
                 self._flush(out)
                 out.append(Prose(line))
@@ -241,9 +250,10 @@ class EditParser(StreamParser):
 
     def _mixed_line(self, line: str, out: list[ParseEvent]) -> None:
         """A code block after a file name, in an answer asked for another format: a SEARCH
-        marker makes it search/replace text (the lines before it are prose, as they always
-        were); its closing fence makes it a whole file, read by the WHOLE rules from the top."""
-        if SEARCH.match(line):
+        marker (or a patch) makes it search/replace text (the lines before it are prose, as
+        they always were); its closing fence makes it a whole file, read by the WHOLE rules
+        from the top."""
+        if SEARCH.match(line) or line.strip() == "*** Begin Patch":
             held, self.mixed = self.mixed, []
             out.extend(Prose(t) for t in self.mixed_opened)
             self.state = CODE
