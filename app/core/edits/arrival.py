@@ -45,7 +45,10 @@ class Arrivals:
         self._same: dict[str, tuple] = {}  # path -> (change set, stat, expectation) last seen equal
 
     def kick(self, pending: PendingDiff) -> None:
-        """Edits completed in `pending` (`pending.arrived`): check them, off the stream."""
+        """Edits completed in `pending` (`pending.arrived`): check them, off the stream.
+        Cheap when none did (it is called for every event of an answer)."""
+        if not pending.arrived:
+            return
         if pending not in self._waiting:
             self._waiting.append(pending)
         if self._task is None or self._task.done():

@@ -6,6 +6,8 @@ them. The title's path is outside text, shown through the boundary."""
 
 from __future__ import annotations
 
+import importlib.util
+
 from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -25,6 +27,14 @@ def language(path: str) -> str | None:
     """The TextArea language for a file, when it has one."""
     lang = fence_lang(path)
     return lang if lang in LANGUAGES else None
+
+
+def _has_grammar(lang: str) -> bool:
+    """Whether TextArea can load `lang`: it imports a `tree_sitter_<lang>` package (Textual's
+    syntax extra, which steer does not install) and raises once mounted when there is none.
+    The language pack's grammars are not offered to it: Textual's queries are written for
+    other grammar versions, and a mismatched query can crash tree-sitter, not just fail."""
+    return importlib.util.find_spec(f"tree_sitter_{lang}") is not None
 
 
 class HunkEditor(ModalScreen[list[str] | None]):
@@ -56,11 +66,8 @@ class HunkEditor(ModalScreen[list[str] | None]):
                 yield Label(to_text(f"Edit hunk #{h.id} in {h.path} — Ctrl+S accepts, Esc cancels",
                                     tabs=None), id="editor-title")
             area = TextArea("\n".join(h.new), id="editor-area", show_line_numbers=True)
-            if self.language:
-                try:
-                    area.language = self.language
-                except Exception:  # no tree-sitter grammar installed: plain text still edits
-                    area.language = None  # (left set, the next load of text would raise)
+            if self.language and _has_grammar(self.language):
+                area.language = self.language
             yield area
 
     def action_save(self) -> None:
