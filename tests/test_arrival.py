@@ -365,3 +365,21 @@ async def test_a_file_deleted_before_its_hunk_arrives_is_stale_with_the_reason(r
     finally:
         await session.aclose()
         await server.close()
+
+
+def test_steer_run_accept_none_names_a_conflict_found_at_arrival_and_exits_0(root):
+    """--accept none writes nothing by choice (0), and still says which hunk needs a look."""
+    from test_races import Child
+
+    with ChatServerThread(ANSWER) as server:
+        child = Child(root, "run", "edit", "--base-url", server.base_url, "--model", "replay",
+                      "--format", "search_replace", "-q", "-f", "f.txt", "-f", "g.txt",
+                      stop=["arrive:g.txt"])
+        child.wait_stopped()
+        (root / "g.txt").write_text(G.replace("g 8\n", "g 8 # MINE\n"))
+        child.resume()
+        rc, err = child.finish()
+    assert rc == 0, err
+    assert "needs a look: g.txt: 1 hunk(s) left: hunk #2 at line 8: conflicts with your change" in err
+    assert "nothing written (--accept none)" in err
+    assert (root / "f.txt").read_text() == SRC

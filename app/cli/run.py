@@ -187,8 +187,8 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         if left:
             code = code or EXIT_EDITS
     elif turn.complete and pending.hunks:  # the user's choice: said, and no failure
-        for line in _left(pending, flagged=True):  # what an accept would have to take on purpose
-            print(f"steer: flagged: {line}", file=sys.stderr)
+        for line in _left(pending, flagged=True):  # what an accept would leave: said now
+            print(f"steer: needs a look: {line}", file=sys.stderr)
         files = {h.path for h in pending.hunks}
         print(f"steer: nothing written (--accept none): {len(pending.hunks)} hunk(s) in "
               f"{len(files)} file(s) proposed; --accept all writes them", file=sys.stderr)
@@ -245,13 +245,14 @@ def _accept_all(review, ws):
 
 def _left(pending, flagged: bool = False) -> list[str]:
     """After --accept all: each file with hunks still open, and why each was left
-    (`flagged`: only the hunks a bulk accept leaves on purpose)."""
+    (`flagged`: only those a bulk accept would leave: conflicts, flagged hunks)."""
     from app.core.edits.hunks import OPEN, HunkState
 
     why = {HunkState.CONFLICT: "conflicts with your change on disk", HunkState.STALE: "stale"}
     lines = []
     for fd in pending.files.values():
-        open_ = [h for h in fd.hunks if h.state in OPEN and (h.warning or not flagged)]
+        open_ = [h for h in fd.hunks if h.state in OPEN and
+                 (not flagged or h.warning or h.state != HunkState.PENDING)]
         if not open_:
             continue
         parts = []
