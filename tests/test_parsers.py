@@ -57,13 +57,25 @@ def test_missing_replace_marker_is_an_error_on_that_edit():
     assert ev[-1].error.startswith("the answer stopped")
 
 
-def test_whole_file_only_when_asked():
-    text = "Here:\n\nnotes.md\n```markdown\n# Title\nbody\n```\n"
+def test_a_whole_file_block_is_an_edit_whichever_format_was_asked():
+    # issue 20: in a search/replace answer it used to be printed as prose, dropped silently
+    text = "Here:\n\nnotes.md\n```markdown\n# Title\nbody\n```\nDone.\n"
     whole = parse(text, "whole")
     assert EditBegin("notes.md", "whole") in whole and Line("+", "body") in whole
-    prose = parse(text, "search_replace")
-    assert not any(isinstance(e, EditBegin) for e in prose)
-    assert Prose("notes.md") in prose and Prose("body") in prose  # kept as explanation
+    for fmt in ("search_replace", "apply_patch"):
+        ev = parse(text, fmt)
+        assert [e for e in ev if not isinstance(e, Prose)] == [
+            EditBegin("notes.md", "whole"), Line("+", "# Title"), Line("+", "body"), EditEnd()]
+        assert Prose("Done.") in ev and Prose("body") not in ev
+
+
+def test_a_code_block_after_a_file_name_with_a_search_marker_further_down_stays_search_replace():
+    text = ("a.py\n```python\n# the change:\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n"
+            ">>>>>>> REPLACE\n```\n")
+    ev = parse(text, "search_replace")
+    assert [e for e in ev if not isinstance(e, Prose)] == [
+        EditBegin("a.py", "update"), Line("-", "x = 1"), OldEnd(), Line("+", "x = 2"), EditEnd()]
+    assert Prose("# the change:") in ev
 
 
 def test_whole_file_fence_longer_than_inner_fences():
@@ -278,3 +290,16 @@ def test_prose_and_markdown_links_are_not_taken_for_file_names(line):
     # and a code block after it is prose, not a whole file
     ev = parse_with(f"{line}\n```python\nprint(1)\n```\n", "whole")
     assert not any(isinstance(e, EditBegin) for e in ev), line
+
+
+@pytest.mark.parametrize("before", ["", "a.py\n"])
+def test_a_patch_inside_a_code_block_is_a_patch_not_prose(before):
+    # issue 20: a ```diff block holding *** Begin Patch was read as code, dropped silently
+    text = (f"The change:\n{before}```diff\n*** Begin Patch\n*** Update File: a.py\n@@\n x = 1\n"
+            "-y = 2\n+y = 3\n*** End Patch\n```\nDone.\n")
+    for fmt in ("search_replace", "apply_patch", "whole"):
+        ev = parse(text, fmt)
+        assert [e for e in ev if isinstance(e, (EditBegin, EditEnd))] == [
+            EditBegin("a.py", "update", sequential=True), EditEnd()], fmt
+        assert Line("+", "y = 3") in ev and Prose("Done.") in ev
+        assert Prose("```") not in ev  # the fence that closed the patch is not explanation

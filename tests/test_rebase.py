@@ -342,7 +342,9 @@ def test_whole_file_edit_waits_for_its_end(ws):
     assert read(ws) == SRC.replace("line 4\n", "four\n").replace("line 16\n", "line 16 (mine)\n")
 
 
-def test_search_text_the_user_changed_meanwhile_is_refused_with_the_reason(ws):
+def test_search_text_the_user_changed_meanwhile_arrives_as_a_conflict_with_both_sides(ws):
+    # (it used to be refused: the SEARCH text is no longer in the file, but it was in the
+    # request's snapshot, which is what the model wrote against)
     f = Feed(ws)
     answer = sr("f.txt", "line 12\n", "twelve\n")
     f.feed(answer[: answer.index("line 12") + 4])
@@ -350,9 +352,16 @@ def test_search_text_the_user_changed_meanwhile_is_refused_with_the_reason(ws):
     f.disk_changed()
     f.feed(answer[answer.index("line 12") + 4 :])
     f.finish()
-    assert f.pending.files["f.txt"].hunks == []
-    assert "changed on disk while this edit streamed" in f.pending.errors[0].message
+    assert f.pending.errors == []
+    [h] = f.pending.files["f.txt"].hunks
+    assert (h.state.value, h.old, h.new, h.ancestor) == (
+        "conflict", ["line twelve (mine)"], ["twelve"], ["line 12"])
+    assert h.base_start == 11
+    check_consistent(ws, f.pending)
     assert read(ws) == SRC.replace("line 12\n", "line twelve (mine)\n")
+    out = Review(ws, f.pending).take_theirs(h.id)
+    assert out.accepted == [h.id]
+    assert read(ws) == SRC.replace("line 12\n", "twelve\n")
 
 
 def test_apply_patch_chunk_placed_early_moves_with_the_file(ws):

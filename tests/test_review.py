@@ -51,7 +51,9 @@ def test_user_edit_elsewhere_rebases_and_user_edit_in_region_conflicts(ws):
     review = Review(ws, pending)
     out = review.accept_all()
     assert out.accepted == [h1.id] and out.conflicts == [h2.id]
-    assert h2.state == HunkState.CONFLICT and "changed on disk" in h2.note
+    # (rebased before the accept planned: the conflict shows both sides, not a stale `−` line)
+    assert h2.state == HunkState.CONFLICT and "on disk too" in h2.note
+    assert (h2.old, h2.new, h2.ancestor) == (["line 15 (mine)"], ["line fifteen"], ["line 15"])
     assert read(ws) == mine.replace("line 3\n", "line three\n")  # my edits both survive
 
 
@@ -312,7 +314,9 @@ def test_a_save_of_the_same_lines_between_plan_and_write_makes_that_hunk_a_confl
     (ws.root / "f.txt").write_text(mine)
     out = review.commit(review.execute(plan))
     assert out.accepted == [h1.id] and out.conflicts == [h2.id]
-    assert h2.state == HunkState.CONFLICT and "changed on disk" in h2.note
+    assert h2.state == HunkState.CONFLICT and "changed on disk" in out.messages[0]
+    # rebased onto the save at once: the conflict shows both sides (issue 20)
+    assert (h2.old, h2.new, h2.ancestor) == (["line 15 mine"], ["line fifteen"], ["line 15"])
     assert read(ws) == mine.replace("line 3\n", "line three\n")
 
 

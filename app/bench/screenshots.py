@@ -116,7 +116,8 @@ async def review(pilot: Pilot) -> None:
 
 
 async def conflict(pilot: Pilot) -> None:
-    """You edited the lines of a hunk while it was pending: accepting it refuses to write."""
+    """You edited the lines of a hunk while it was pending: accepting it refuses to write,
+    and the conflict shows both sides with its keys (m keeps yours, T takes the proposal)."""
     from app.ui.widgets.diff_view import DiffView
 
     app = steer_app(pilot)

@@ -32,9 +32,11 @@ MAP_FINISH = 120.0  # seconds a first build may go on after the answer, to be ca
 # -- steer run ---------------------------------------------------------------------------------
 def _run_parser() -> argparse.ArgumentParser:
     p = Parser(prog="steer run", description="Run one instruction and print the resulting diff.",
-                epilog="exit codes: 0 done, 2 usage or configuration, 3 the answer failed or was "
-                       "cut short (nothing written), 4 an edit was refused or conflicted, or a "
-                       "file could not be written (the others were; see the report)")
+                epilog="exit codes: 0 done (with --accept all: every proposed hunk written), 2 "
+                       "usage or configuration, 3 the answer failed or was cut short (nothing "
+                       "written), 4 a block was refused, a hunk conflicted or was left for a "
+                       "deliberate accept, or a file could not be written (the others were; "
+                       "one line per file says why)")
     p.add_argument("instruction")
     p.add_argument("-f", "--file", dest="files", action="append", default=[], metavar="PATH",
                    help="add a file to the model's context (repeatable)")
@@ -207,14 +209,19 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
                 code = EXIT_EDITS
     for err in pending.errors:
         print(f"steer: edit refused: {err.message}", file=sys.stderr)
-    for h in pending.hunks:
-        if h.warning and h.state.value == "pending":  # left out of --accept all
-            print(f"steer: left for a deliberate accept: {h.path} hunk #{h.id} at line "
-                  f"{h.base_start + 1}: {h.warning}", file=sys.stderr)
-            if outcome is not None:  # not everything proposed was written (rule 9)
-                code = code or EXIT_EDITS
     if outcome is not None:
         _report_accept(outcome)
+        left = _left(pending)
+        for line in left:  # not everything proposed was written (rule 9): one line per file
+            print(f"steer: not written: {line}", file=sys.stderr)
+        if left:
+            code = code or EXIT_EDITS
+    elif turn.complete and pending.hunks:  # the user's choice: said, and no failure
+        for line in _left(pending, flagged=True):  # what an accept would leave: said now
+            print(f"steer: needs a look: {line}", file=sys.stderr)
+        files = {h.path for h in pending.hunks}
+        print(f"steer: nothing written (--accept none): {len(pending.hunks)} hunk(s) in "
+              f"{len(files)} file(s) proposed; --accept all writes them", file=sys.stderr)
     staged = _stage(repo, pending, outcome) if repo is not None else None
     if staged is not None and not staged.ok:
         code = EXIT_EDITS
@@ -264,6 +271,30 @@ def _accept_all(review, ws):
             out.messages.append(f"it is not complete ({again}); any steer command that writes, "
                                 "or `steer undo`, completes it")
         return out
+
+
+def _left(pending, flagged: bool = False) -> list[str]:
+    """After --accept all: each file with hunks still open, and why each was left
+    (`flagged`: only those a bulk accept would leave: conflicts, flagged hunks)."""
+    from app.core.edits.hunks import OPEN, HunkState
+
+    why = {HunkState.CONFLICT: "conflicts with your change on disk", HunkState.STALE: "stale"}
+    lines = []
+    for fd in pending.files.values():
+        open_ = [h for h in fd.hunks if h.state in OPEN and
+                 (not flagged or h.warning or h.state != HunkState.PENDING)]
+        if not open_:
+            continue
+        parts = []
+        for h in open_:
+            if h.state == HunkState.PENDING:
+                reason = (f"{h.warning} (left for a deliberate accept)" if h.warning else
+                          "the answer stopped inside it" if h.incomplete else "not accepted")
+            else:
+                reason = f"{why[h.state]}: {h.note}" if h.note else why[h.state]
+            parts.append(f"hunk #{h.id} at line {h.base_start + 1}: {reason}")
+        lines.append(f"{fd.path}: {len(open_)} hunk(s) left: " + "; ".join(parts))
+    return lines
 
 
 def _report_accept(out) -> None:

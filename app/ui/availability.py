@@ -75,4 +75,4 @@ class Availability:
     def key(self) -> tuple[bool, ...]:
         """What the key bar shows depends on (a change of any one is worth a refresh)."""
         return (self.streaming, self.hunk_open, self.any_open, self.can_undo, self.has_queue,
-                self.failed)
+                self.failed, self.hunk_conflict)  # (a conflict under the cursor: m / T)

@@ -25,11 +25,14 @@ from app.core.disk.journal import Entry, Journal, StepFailed, UndoRefused, Write
 from app.core.disk.repo_lock import Busy
 from app.core.disk.workspace import ABSENT, Content, PathRefused, Workspace
 from app.core.edits import rebase as live
+from app.core.edits.arrival import check_now
 from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
-from app.core.edits.hunks import OPEN, Hunk, HunkState
-from app.core.text.linediff import Change, line_diff, rebase
+from app.core.edits.hunks import OPEN, Hunk, HunkState, line_rows, pick_lines, written_note
+from app.core.text.linediff import Change, rebase
 from app.core.text.textfile import NotText, TextFormat, decode, encode
+
+__all__ = ["Outcome", "Review", "line_rows", "out_reason", "pick_lines", "written_note"]
 
 
 @dataclass
@@ -124,6 +127,7 @@ class AcceptPlan:
     entry_id: str | None = None  # set once journaled and written
     recovered: list[Entry] = field(default_factory=list)  # steps a crash left, completed first
     how: str = ""  # "lines" (picked rows) or "edited": how the written lines were chosen
+    edited: tuple[int, list[str]] | None = None  # a merge the user wrote: kept if not written
 
     @property
     def decided(self) -> list[tuple[Hunk, list[str]]]:
@@ -134,32 +138,6 @@ class AcceptPlan:
 class _Tx:
     entry_id: str
     hunks: list[tuple[Hunk, HunkState, list[str] | None, str]]  # hunk, state, applied, note
-
-
-def line_rows(h: Hunk) -> list[tuple[str, str]]:
-    """A hunk's lines in display order: removed lines, then added lines."""
-    return [("-", t) for t in h.old] + [("+", t) for t in h.new]
-
-
-def written_note(h: Hunk, applied: list[str], how: str) -> str:
-    """What an accept wrote, when it is not the hunk as proposed: counts a reader can check
-    against the rows on screen."""
-    regions = line_diff(h.old, applied)
-    added = sum(b2 - b1 for _, _, b1, b2 in regions)
-    removed = sum(a2 - a1 for a1, a2, _, _ in regions)
-    if how == "lines":
-        return f"partly accepted: +{added} −{removed} of +{len(h.new)} −{len(h.old)}"
-    return f"edited before accepting: +{added} −{removed} written (shown as written)"
-
-
-def pick_lines(h: Hunk, rows: Iterable[int]) -> list[str]:
-    """What a partial accept writes, as `git add -p` does: chosen '-' rows are removed, the
-    others stay; chosen '+' rows are added, the others are not."""
-    chosen = set(rows)
-    n = len(h.old)
-    kept = [t for i, t in enumerate(h.old) if i not in chosen]
-    added = [t for j, t in enumerate(h.new) if n + j in chosen]
-    return kept + added
 
 
 class Review:
@@ -190,7 +168,9 @@ class Review:
 
     def plan_edited(self, hunk_id: int, lines: list[str]) -> AcceptPlan:
         plan = self.plan({hunk_id: list(lines)}, f"edited hunk #{hunk_id}")
-        plan.how = "edited"
+        plan.how, plan.edited = "edited", (hunk_id, list(lines))
+        if all(h.id != hunk_id for h, _ in plan.decided):
+            self._keep_edit(plan)
         return plan
 
     def plan_file(self, path: str) -> AcceptPlan:
@@ -259,10 +239,8 @@ class Review:
         h = self.pending.hunk(hunk_id)
         return self.plan({hunk_id: list(h.new)}, f"proposal for hunk #{hunk_id}")
 
-    def take_theirs(self, hunk_id: int) -> Outcome:
+    def take_theirs(self, hunk_id: int) -> Outcome:  # (editing one: accept_edited)
         return self._run(lambda: self.plan_theirs(hunk_id))
-
-    # editing a conflict is accept_edited / plan_edited with the lines the user settled on
 
     @staticmethod
     def _bulk(fd: FileDiff) -> list[Hunk]:
@@ -294,13 +272,19 @@ class Review:
         move (apply_patch `Move to`) is carried out once all their hunks are accepted."""
         out = Outcome()
         by_file: dict[str, list[Hunk]] = {}
+        before, now = self._settle(chosen)
         for i in chosen:
+            if now.get(i) is None or (now[i] != before[i] and chosen[i] is not None):
+                # gone, or not what the user chose its lines from: never written unseen
+                out.messages.append(f"hunk #{i}: the file changed on disk just now; look again")
+                continue
             h = self.pending.hunk(i)
             if h.state not in OPEN:
                 if h.state == HunkState.STREAMING:
                     out.messages.append(f"hunk #{i} is still streaming")
                 continue
             if h.ancestor is not None and h.state == HunkState.CONFLICT and chosen[i] is None:
+                out.conflicts.append(i)
                 out.messages.append(f"hunk #{i} conflicts with your change on disk: keep yours, "
                                     f"take the proposal, or edit it")
                 continue
@@ -342,9 +326,20 @@ class Review:
         plan.label = _label(label, plan.decided)
         return plan
 
+    def _settle(self, chosen: Mapping[int, list[str] | None]) -> tuple[dict, dict]:
+        """A file the disk changed under (a save no watch event has reported yet) is rebased
+        before an accept plans (arrival.check_now): a conflict has both sides, never a stale
+        one. Returns the hunks' sides before and after, by id."""
+        def sides() -> dict[int, tuple]:
+            return {h.id: (h.old, h.new, h.base_start, h.state) for h in self.pending.hunks}
+        before = sides()
+        for path in {before_h.path for before_h in self.pending.hunks if before_h.id in chosen}:
+            check_now(self.ws, self.pending.files[path])
+        return before, sides()
+
     def _merge_for(self, fd: FileDiff, hunks: list[Hunk],
                    chosen: Mapping[int, list[str] | None]) -> FileMerge:
-        expected, shift = self.expected(fd)
+        expected, shift = fd.expected()
         pairs: list[tuple[Hunk, list[str]]] = []
         for h in hunks:
             written = chosen[h.id]
@@ -390,6 +385,7 @@ class Review:
             if plan.merges:
                 self._conflict(out, [h for h, _ in plan.decided], "not written", quiet=True)
             self._record_accept(None, out)
+            self._after_clash(plan, out)
             return out
         for w in plan.writes:
             if w.written and not w.before.same(w.after):
@@ -416,9 +412,29 @@ class Review:
         if tx.hunks:
             self._undo.append(tx)
         self._record_accept(plan.entry_id, out)
+        self._after_clash(plan, out)
         if self.on_decided is not None:
             self.on_decided()
         return out
+
+    def _after_clash(self, plan: AcceptPlan, out: Outcome) -> None:
+        """A conflict found while writing (a save in the write window) is rebased onto the
+        disk like any other, so it too shows both sides; a merge the user wrote stays."""
+        by_id = {h.id: h for h in self.pending.hunks}
+        for path in {h.path for i in out.conflicts if (h := by_id.get(i)) and h.ancestor is None}:
+            check_now(self.ws, self.pending.files[path])
+        self._keep_edit(plan)
+
+    def _keep_edit(self, plan: AcceptPlan) -> None:
+        """`e` then save, not written (the file changed meanwhile): the user's merge becomes
+        the hunk's proposal, never thrown away."""
+        if plan.edited is None or plan.edited[0] in plan.outcome.accepted:
+            return
+        h = next((h for h in self.pending.hunks if h.id == plan.edited[0]), None)
+        if h is not None and h.state in OPEN and h.new != plan.edited[1]:
+            h.new = list(plan.edited[1])
+            h.note = (h.note + "; " if h.note else "") + "your edit is kept as the proposal"
+            self.pending.files[h.path].touch(h)
 
     # -- the session's log (app/core/conversation/log.py) ------------------------------------------
     def _record(self, rec: Accept | Reject | Undo | None) -> None:
@@ -467,11 +483,6 @@ class Review:
         if self.on_decided is not None:
             self.on_decided()
 
-    def expected(self, fd: FileDiff) -> tuple[list[str], Callable[[int], int]]:
-        """What steer believes is on disk for `fd` (base + accepted hunks), and a function
-        mapping a base line number to its shift in that text."""
-        return fd.expected()
-
     def _conflict(self, out: Outcome, hunks: list[Hunk], why: str, quiet: bool = False) -> None:
         for h in hunks:
             h.state, h.note = HunkState.CONFLICT, why
@@ -507,11 +518,9 @@ class Review:
         flipped: list[Hunk] = []
         for path in paths:
             fd = self.pending.files.get(path)
-            if fd is None:
-                continue
-            expected, shift = self.expected(fd)
-            touched = await asyncio.to_thread(self.touched, self.ws, fd, expected)
-            flipped += self.apply_recheck(fd, touched, shift)
+            if fd is not None:
+                touched = await asyncio.to_thread(self.touched, self.ws, fd, None)
+                flipped += self.apply_recheck(fd, touched, None)
         return flipped
 
     # -- undo ------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from app.core.conversation.turn import Turn, TurnState, end_record, restore_end
 from app.core.disk.journal import Entry, Journal
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
-from app.core.edits import rebase
+from app.core.edits import arrival, rebase
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import fragments, make_parser
 from app.core.edits.formats.base import StreamParser
@@ -108,6 +108,7 @@ class Session:
         self.journal = Journal.for_workspace(ws)
         # one write at a time (accept, undo), shared with the live rebase (app/core/git/sync.py)
         self.write_lock = asyncio.Lock()
+        self.arrivals = arrival.Arrivals(ws, self.write_lock)  # each edit checked against the disk
         # what checkpoints need: each accept's journal step with the turn it belongs to
         self.accepts: list[tuple[int, str]] = []
         self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
@@ -231,6 +232,7 @@ class Session:
         while self._task is not None and not self._task.done():
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._task)
+        await self.arrivals.settle()
 
     def redirect(self, instruction: str) -> Turn:
         """Stop the running answer and continue from it with a new instruction (decisions kept
@@ -400,12 +402,7 @@ class Session:
             async for ev in events if events is not None else self.provider.stream(req):
                 turn.last_data = clock()  # what a stall is measured from
                 if type(ev) is TextDelta:  # (types compared by identity: the hot path)
-                    if turn.first_token is None:
-                        turn.first_token = time.perf_counter()
-                        turn.state = "streaming"
-                    turn.deltas += 1
-                    turn.chunks.append(ev.text)
-                    turn.size += len(ev.text)
+                    turn.add_text(ev.text)
                     pending.feed(parser.feed(ev.text))
                     if log is not None:  # after the feed: a base it read is logged first
                         log.text(ev.text)
@@ -427,14 +424,17 @@ class Session:
                         self.wake()
                     elif type(ev) is Done:
                         self._rid = ev.response_id
+                self.arrivals.kick(pending)  # edits that completed: placed against the disk now
         except asyncio.CancelledError:
             if turn.live:
                 self._finalize(turn, parser, interrupted=True)
+            self.arrivals.kick(pending)
             raise
         except Exception as exc:  # a provider bug must not leave the UI streaming forever
             turn.error = Error("protocol", f"{type(exc).__name__}: {exc}")
         if turn.live:  # a steered answer ends as interrupted, where the server cut it
             self._finalize(turn, parser, interrupted=turn.finish_reason == "steered")
+        self.arrivals.kick(pending)
         if self.queue and turn.complete and self._task is asyncio.current_task():
             self._task = None
             self.start(self.queue.pop(0))

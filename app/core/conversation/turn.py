@@ -123,6 +123,15 @@ class Turn:
     def complete(self) -> bool:
         return self.state == "done" and self.error is None and self.finish_reason == "stop"
 
+    def add_text(self, text: str) -> None:
+        """A piece of the answer's text arrived (the first starts the token clock)."""
+        if self.first_token is None:
+            self.first_token = time.perf_counter()
+            self.state = "streaming"
+        self.deltas += 1
+        self.chunks.append(text)
+        self.size += len(text)
+
     def take(self, ev: Event) -> None:
         """What an event tells of this answer's course: reasoning, the connection, usage, a
         retry announced, an error, how it ended. (Its text goes through the session's

@@ -32,7 +32,10 @@ from app.core.edits.hunks import (
     Hunk,
     HunkState,
     Resolver,
+    note_conflict,
 )
+from app.core.edits.placing import Placed, three_way
+from app.core.text.linediff import Change, apply_changes
 from app.core.text.locate import LocateError, find_in, locate
 from app.core.text.textfile import NotText
 
@@ -52,9 +55,15 @@ class _Cursor:
     ops: list[tuple[str, str]] = field(default_factory=list)  # buffered until located
     no_early: bool = False
     compose: tuple[Edit, int, int] | None = None  # (host edit, offset in its new, length)
+    # the old lines are no longer in the file, but were at [a, e) of the request's snapshot:
+    # placed 3-way from there when the edit ends (placing.py)
+    origin_at: tuple[int, int] | None = None
+    placed: list[Edit] = field(default_factory=list)  # the edits that placing made
 
     def live_ids(self) -> list[int] | None:
         """The hunks the edit under construction has now (None before it is located)."""
+        if self.placed:
+            return [h.id for e in self.placed for h in e.hunks]
         edit = self.edit if self.compose is None else self.compose[0]
         return None if edit is None else [h.id for h in edit.hunks]
 
@@ -63,6 +72,10 @@ class PendingDiff:
     def __init__(self, resolver: Resolver, snapshots: Iterable[Snapshot] = ()):
         self.resolver = resolver
         self.bases: dict[str, Snapshot] = {s.path: s for s in snapshots}
+        # each file as the request saw it: what the model's edits were written against, kept
+        # when a rebase moves the file's base onto the disk (app/core/edits/arrival.py)
+        self.origins: dict[str, Snapshot] = dict(self.bases)
+        self.arrived: set[str] = set()  # files an edit completed in, to check against the disk
         self.files: dict[str, FileDiff] = {}
         self.prose: list[str] = []
         self.errors: list[EditError] = []
@@ -174,6 +187,7 @@ class PendingDiff:
             base = self.bases.get(rel)
             if base is None:
                 base = self.bases[rel] = self.resolver.snapshot(rel)
+            self.origins.setdefault(rel, base)
             fd = self.files[rel] = FileDiff(self, base)
         return fd
 
@@ -254,7 +268,10 @@ class PendingDiff:
             cur.edit = self._place(fd, 0, list(base.lines), aligned=True)
         elif ev.kind in ("whole", "add"):
             if fd.blocked(0, max(len(base.lines), 1)):
-                self._fail(cur, f"{rel}: a whole-file edit overlaps changes you already decided")
+                decided = any(x.decided for x in fd.overlapping(0, max(len(base.lines), 1)))
+                self._fail(cur, f"{rel}: a whole-file edit overlaps changes you already decided"
+                           if decided else f"{rel}: a whole-file block after other edits of this "
+                           "file in the same answer; which one it means is ambiguous, refused")
                 return
             fd.claim(0, max(len(base.lines), 1))
             fd.deleted = False
@@ -346,10 +363,10 @@ class PendingDiff:
             level, at = locate(base.index, old, fd.path, excluded=fd.blocked)
         except LocateError as exc:
             host = self._compose_host(fd, old)
-            if host is None:
-                self._fail(cur, str(exc))
-            else:
+            if host is not None:
                 cur.compose = host
+            elif not self._in_origin(cur, old):
+                self._fail(cur, str(exc))
             return
         fd.claim(at, at + len(old))
         cur.edit = self._place(fd, at, base.lines[at : at + len(old)], aligned=True, level=level)
@@ -367,6 +384,7 @@ class PendingDiff:
     def _end(self, cur: _Cursor, ev: EditEnd) -> None:
         card = self._card
         self._end_edit(cur, ev)
+        self.arrived.add(cur.fd.path)
         self._release(cur)
         if card is not None and card.follows(cur):
             ids = cur.live_ids()
@@ -383,6 +401,10 @@ class PendingDiff:
                 cur.edit.finish(False)
             else:
                 self._fail(cur, f"{fd.path}: {ev.error}")
+            self._cur = None
+            return
+        if cur.origin_at is not None:
+            self._from_origin(cur, [t for op, t in cur.ops if op != "-"], ev.complete)
             self._cur = None
             return
         if cur.compose is not None:
@@ -412,11 +434,19 @@ class PendingDiff:
     def _finish_whole(self, fd: FileDiff, edit: Edit) -> None:
         """A whole-file block ended: read it as meant (a fragment replaces its region, lazy
         markers keep the lines they stand for), then flag deletions a bulk accept must leave."""
-        reading = fragments.read_whole(edit.old, edit.new, removal_asked=self.removal_asked)
-        edit.new = reading.lines
-        fd.reading = reading
-        edit.finish(True)
-        fd.flag(edit.hunks, edit.start, len(edit.old))
+        origin = self.origins.get(fd.path)
+        if origin is not None and origin.exists and origin.lines != edit.old:
+            # written against the request's snapshot, which a rebase has moved on from
+            reading = fragments.read_whole(origin.lines, edit.new, removal_asked=self.removal_asked)
+            fd.reading = reading
+            self._merged(fd, edit, three_way(origin.lines, edit.old, reading.lines))
+            fd.flag([h for h in edit.hunks if h.ancestor is None], 0, len(origin.lines))
+        else:
+            reading = fragments.read_whole(edit.old, edit.new, removal_asked=self.removal_asked)
+            edit.new = reading.lines
+            fd.reading = reading
+            edit.finish(True)
+            fd.flag(edit.hunks, edit.start, len(edit.old))
         if reading.note and edit.hunks:
             edit.hunks[0].note = reading.note
         elif reading.note:
@@ -435,7 +465,10 @@ class PendingDiff:
                 level, at = locate(base.index, old, fd.path, start=fd.section_pos, first=True,
                                    excluded=fd.blocked)
             except LocateError as exc:
-                self._fail(cur, str(exc))
+                if self._in_origin(cur, old):
+                    self._from_origin(cur, [t for op, t in ops if op != "-"], True)
+                else:
+                    self._fail(cur, str(exc))
                 return None
             fd.claim(at, at + len(old))
             edit = self._place(fd, at, [], aligned=False, level=level)
@@ -446,3 +479,45 @@ class PendingDiff:
             self._fail(cur, f"{fd.path}: a patch chunk does not match the file")
             return None
         return edit
+
+    # -- edits written against a file the user has changed since ------------------------
+    def _in_origin(self, cur: _Cursor, old: list[str]) -> bool:
+        """The old lines are not in the file's base: were they in the request's snapshot, which
+        a rebase has moved the base on from? Then the edit is placed from there (`_from_origin`)."""
+        origin = self.origins.get(cur.fd.path)
+        if origin is None or origin.lines == cur.fd.base.lines:
+            return False
+        try:
+            _, at = locate(origin.index, old, cur.fd.path)
+        except LocateError:
+            return False
+        cur.origin_at = (at, at + len(old))
+        return True
+
+    def _from_origin(self, cur: _Cursor, new: list[str], complete: bool) -> None:
+        fd = cur.fd
+        origin = self.origins[fd.path].lines
+        a, e = cur.origin_at or (0, 0)
+        specs = three_way(origin, fd.base.lines, [*origin[:a], *new, *origin[e:]])
+        if any(fd.blocked(p.start, p.end) for p in specs):
+            self._fail(cur, f"{fd.path}: the edit overlaps changes you already decided")
+            return
+        for p in specs:
+            fd.claim(p.start, p.end)
+            edit = self._place(fd, p.start, list(p.old), aligned=False)
+            self._merged(fd, edit, [p])
+            edit.hunks[0].incomplete = not complete
+            cur.placed.append(edit)
+
+    def _merged(self, fd: FileDiff, edit: Edit, specs: list[Placed]) -> None:
+        """`edit` (over its base block) becomes the 3-way placement `specs` (ids kept)."""
+        start = edit.start
+        edit.new = apply_changes(edit.old, [Change(p.start - start, p.end - start, p.new)
+                                            for p in specs])
+        edit.hunks = fd.inherit(edit.hunks, [(p.start, p.end, p.old, p.new) for p in specs])
+        for h, p in zip(edit.hunks, specs, strict=True):
+            if p.ancestor is not None:
+                h.state, h.ancestor = HunkState.CONFLICT, list(p.ancestor)
+                note_conflict(h, p.start, p.end)
+        edit.open, edit.complete = None, True
+        self.bump(fd.path)

@@ -3,14 +3,14 @@ pending diff reads the disk through."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
 from app.core.disk.snapshot import Snapshot
 from app.core.text import invisible
-from app.core.text.linediff import Change
+from app.core.text.linediff import Change, line_diff
 
 
 class HunkState(StrEnum):
@@ -71,6 +71,39 @@ class Hunk:
     @property
     def removed(self) -> int:
         return len(self.old)
+
+
+def line_rows(h: Hunk) -> list[tuple[str, str]]:
+    """A hunk's lines in display order: removed lines, then added lines."""
+    return [("-", t) for t in h.old] + [("+", t) for t in h.new]
+
+
+def written_note(h: Hunk, applied: list[str], how: str) -> str:
+    """What an accept wrote, when it is not the hunk as proposed: counts a reader can check
+    against the rows on screen."""
+    regions = line_diff(h.old, applied)
+    added = sum(b2 - b1 for _, _, b1, b2 in regions)
+    removed = sum(a2 - a1 for a1, a2, _, _ in regions)
+    if how == "lines":
+        return f"partly accepted: +{added} −{removed} of +{len(h.new)} −{len(h.old)}"
+    return f"edited before accepting: +{added} −{removed} written (shown as written)"
+
+
+def pick_lines(h: Hunk, rows: Iterable[int]) -> list[str]:
+    """What a partial accept writes, as `git add -p` does: chosen '-' rows are removed, the
+    others stay; chosen '+' rows are added, the others are not."""
+    chosen = set(rows)
+    n = len(h.old)
+    kept = [t for i, t in enumerate(h.old) if i not in chosen]
+    added = [t for j, t in enumerate(h.new) if n + j in chosen]
+    return kept + added
+
+
+def note_conflict(h: Hunk, b1: int, b2: int) -> None:
+    """A conflict's note: which of the user's lines it is about, and the three ways out."""
+    lo, hi = b1 + 1, max(b1 + 1, b2)
+    where = f"line {lo}" if lo == hi else f"lines {lo}-{hi}"
+    h.note = f"you changed {where} on disk too: keep yours, take the proposal, or edit"
 
 
 @dataclass(slots=True)

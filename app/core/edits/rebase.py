@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
 from app.core.edits.file_diff import Edit, FileDiff
-from app.core.edits.hunks import OPEN, Hunk, HunkState
+from app.core.edits.hunks import OPEN, Hunk, HunkState, note_conflict
 from app.core.text.linediff import Change, apply_changes, line_diff
 from app.core.text.locate import find_in
 from app.core.text.textfile import NotText
@@ -131,12 +131,6 @@ def mark_gone(fd: FileDiff, reason: str) -> Rebased:
             fd.touch(h)
             out.changed.append(h)
     return out
-
-
-def _note(h: Hunk, b1: int, b2: int) -> None:
-    lo, hi = b1 + 1, max(b1 + 1, b2)
-    where = f"line {lo}" if lo == hi else f"lines {lo}-{hi}"
-    h.note = f"you changed {where} on disk too: keep yours, take the proposal, or edit"
 
 
 @dataclass(eq=False)
@@ -478,7 +472,7 @@ class _Rebase:
             first.incomplete = incomplete
             first.check_hidden()
             first.state = HunkState.CONFLICT
-            _note(first, u.b1, u.b2)
+            note_conflict(first, u.b1, u.b2)
             fd.touch(first)
             reborn.append([first])
             out.conflicts.append(first)

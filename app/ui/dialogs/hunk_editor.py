@@ -1,6 +1,8 @@
 """The inline hunk editor, used when neither $VISUAL nor $EDITOR is set: the hunk's new lines
 in a TextArea (with the file's syntax where a grammar is installed); Ctrl+S accepts what is
-written, Esc cancels. The title's path is outside text, shown through the boundary."""
+written, Esc cancels. For a conflict it edits the merge: it starts from the proposal, the
+user's lines on disk are shown above it, and Ctrl+S writes what the user settled on over
+them. The title's path is outside text, shown through the boundary."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, TextArea
 
 from app.core.conversation.prompts import fence_lang
-from app.core.edits.hunks import Hunk
+from app.core.edits.hunks import Hunk, HunkState
 from app.view.outside_text import to_text
 
 LANGUAGES = ("python", "javascript", "rust", "markdown", "json", "toml", "yaml", "bash", "css",
@@ -49,10 +51,21 @@ class HunkEditor(ModalScreen[list[str] | None]):
         self.language = language(hunk.path)
 
     def compose(self) -> ComposeResult:
+        h = self.hunk
         with Vertical(id="editor"):
-            yield Label(to_text(f"Edit hunk #{self.hunk.id} in {self.hunk.path} — Ctrl+S accepts, "
-                                "Esc cancels", tabs=None), id="editor-title")
-            area = TextArea("\n".join(self.hunk.new), id="editor-area", show_line_numbers=True)
+            if h.state == HunkState.CONFLICT and h.ancestor is not None:
+                yield Label(to_text(f"Merge conflict #{h.id} in {h.path}: edit the proposal into "
+                                    "what you want — Ctrl+S writes it over your lines, Esc cancels",
+                                    tabs=None), id="editor-title")
+                yield Label("your lines on disk:" if h.old else "your lines on disk: (none)")
+                for t in h.old[:8]:  # each line through the boundary (a newline is not text)
+                    yield Label(to_text(f"  {t}", tabs=None), classes="editor-mine")
+                if len(h.old) > 8:
+                    yield Label(f"  … {len(h.old) - 8} more", classes="editor-mine")
+            else:
+                yield Label(to_text(f"Edit hunk #{h.id} in {h.path} — Ctrl+S accepts, Esc cancels",
+                                    tabs=None), id="editor-title")
+            area = TextArea("\n".join(h.new), id="editor-area", show_line_numbers=True)
             if self.language and _has_grammar(self.language):
                 area.language = self.language
             yield area

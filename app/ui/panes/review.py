@@ -449,6 +449,7 @@ class ReviewPane(Vertical):
             self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
             self._can_undo = True
         self.post_message(SessionChanged())
+        self.refresh_bindings()  # the hunk under the cursor may be a conflict now: m / T
         return out
 
     def _advance(self) -> None:

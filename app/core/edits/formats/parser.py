@@ -19,8 +19,10 @@ recognises all three, line by line:
   fence's info string); a block without one reuses the previous block's file. An empty
   SEARCH creates the file, or appends to it.
 - whole files: a path line, then a fenced block that does not start with a SEARCH marker.
-  Only when `whole` is allowed (the prompt asked for it): otherwise a snippet after a file
-  name would read as "replace the file with this snippet".
+  When the prompt asked for another format, such a block is still an edit (nothing that
+  names a file is dropped as prose): it is held until its fence closes, since a SEARCH
+  marker further down makes it a search/replace block after all, and then read as a whole
+  file (app/core/edits/formats/fragments.py reads a snippet as the region it replaces).
 
 Read as a careful reader would, not as the first marker says:
 - a whole file may hold fenced blocks of its own (a README): a fence with an info string
@@ -56,7 +58,7 @@ SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
 DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\b.*$")
 
-PROSE, PATCH, OLD, NEW, SKIP, OPENED, WHOLE, CODE, CLOSING = range(9)
+PROSE, PATCH, OLD, NEW, SKIP, OPENED, WHOLE, CODE, CLOSING, MIXED = range(10)
 HOLD = 3  # prose lines held back: they may turn out to be a block's file name and fence
 # files whose text is likely to hold fenced blocks of its own
 DOCUMENTS = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc", ".asciidoc", ".org",
@@ -84,6 +86,8 @@ class EditParser(StreamParser):
         self.after: list[str] = []  # CLOSING: lines after a close that may not be one
         self.after_block: str | None = None  # CLOSING: fence of a prose block open there
         self.patch = ApplyPatchParser(known_paths, exists)
+        self.mixed: list[str] = []  # MIXED: a code block after a file name, held (see above)
+        self.mixed_opened: list[str] = []
 
     def tentative(self) -> str:
         if self.state not in (PROSE, CODE):
@@ -93,7 +97,7 @@ class EditParser(StreamParser):
 
     @property
     def in_edit(self) -> bool:
-        return self.state in (OLD, NEW, WHOLE) or (self.state == PATCH and self.patch.in_edit)
+        return self.state in (OLD, NEW, WHOLE, MIXED) or (self.state == PATCH and self.patch.in_edit)
 
     # -- lines -----------------------------------------------------------------------------
     def _line(self, line: str, out: list[ParseEvent]) -> None:
@@ -136,6 +140,8 @@ class EditParser(StreamParser):
                 self.old_tail = [*self.old_tail[-HOLD:], line]
         elif state == WHOLE:
             self._whole_line(line, out)
+        elif state == MIXED:
+            self._mixed_line(line, out)
         elif state == CLOSING:
             self._closing_line(line, out)
         elif state == PATCH:
@@ -147,9 +153,17 @@ class EditParser(StreamParser):
             if SEARCH.match(line):
                 self.in_fence = True
                 self._begin_block(self.path, out)
+            elif line.strip() == "*** Begin Patch":  # a patch, not a file that starts so
+                out.extend(Prose(t) for t in opened)
+                self.state = CODE
+                self._line(line, out)
             elif self.whole and not self._closes(line):
                 out.append(EditBegin(self.path, "whole"))
                 self.state = WHOLE
+                self.nest, self.nested = [], False
+                self._line(line, out)
+            elif not self._closes(line):  # another format was asked for: held until it closes
+                self.state, self.mixed, self.mixed_opened = MIXED, [], opened
                 self.nest, self.nested = [], False
                 self._line(line, out)
             else:
@@ -163,6 +177,11 @@ class EditParser(StreamParser):
             if SEARCH.match(line):  # the file name may sit inside the fence, before the block
                 self.in_fence = True
                 self._search_from_held(out)
+            elif line.strip() == "*** Begin Patch":  # a patch in a code block is a patch all the same
+                self.in_fence = True
+                self._flush(out)
+                self.patch._line(line, out)
+                self.state = PATCH
             elif self._closes(line):
                 self._flush(out)
                 out.append(Prose(line))
@@ -228,6 +247,46 @@ class EditParser(StreamParser):
             return
         out.append(EditEnd())
         self.state = PROSE
+
+    def _mixed_line(self, line: str, out: list[ParseEvent]) -> None:
+        """A code block after a file name, in an answer asked for another format: a SEARCH
+        marker (or a patch) makes it search/replace text (the lines before it are prose, as
+        they always were); its closing fence makes it a whole file, read by the WHOLE rules
+        from the top."""
+        if SEARCH.match(line) or line.strip() == "*** Begin Patch":
+            held, self.mixed = self.mixed, []
+            out.extend(Prose(t) for t in self.mixed_opened)
+            self.state = CODE
+            self.last_path = self.path  # the block's file, unless the lines held name another
+            for t in [*held, line]:
+                self._line(t, out)
+            return
+        self.mixed.append(line)
+        m = FENCE.match(line.strip())
+        if m is None:
+            return
+        run, info = m["fence"], m["info"].strip()
+        if self.nest:
+            top = self.nest[-1]
+            if not info and run[0] == top[0] and len(run) >= len(top):
+                self.nest.pop()
+        elif info or run[0] != self.fence[0] or len(run) < len(self.fence):
+            self.nest.append(run)
+        else:
+            self._mixed_whole(out)
+
+    def _mixed_whole(self, out: list[ParseEvent]) -> None:
+        """The held block is a whole file: stream it as one (its last line may be the fence
+        that closes it, read by the WHOLE rules as usual)."""
+        held, self.mixed = self.mixed, []
+        out.append(EditBegin(self.path, "whole"))
+        self.state = WHOLE
+        self.nest, self.nested = [], False
+        for t in held:
+            if self.state == WHOLE:
+                self._whole_line(t, out)
+            else:
+                self._line(t, out)
 
     def _closing_line(self, line: str, out: list[ParseEvent]) -> None:
         """After a bare fence closed a document's block: the next edit, or the end, confirms
@@ -306,6 +365,8 @@ class EditParser(StreamParser):
         self.state = OLD
 
     def _end(self, out: list[ParseEvent], complete: bool) -> None:
+        if self.state == MIXED:  # it never closed: a whole file all the same, cut short
+            self._mixed_whole(out)
         if self.state == CLOSING:  # nothing after the close contradicted it
             self._closed(out, None)
         why = "the answer stopped" if not complete else "the answer ended"
