@@ -91,7 +91,8 @@ def test_a_hunk_adding_invisible_characters_is_flagged_and_left_by_accept_all(fm
         disk = decode(Path(tmp, "f.txt").read_bytes())[0]
         assert not _points(disk)  # nothing invisible reached the disk with Accept all
         review.accept([h.id for h in left])  # a deliberate accept takes them
-        assert decode(Path(tmp, "f.txt").read_bytes())[0] == target
+        # byte for byte: a U+FEFF the accept put first is a byte-order mark to a reader
+        assert Path(tmp, "f.txt").read_bytes() == "".join(t + "\n" for t in target).encode()
 
 
 @st.composite
