@@ -26,6 +26,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check app tests
 	$(BIN)/lint-imports
+	$(BIN)/mypy app
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -152,7 +152,7 @@ def unreadable_update(params: Any) -> str | None:
         SessionNotification.model_validate(params)
         return None
     except ValueError as exc:  # pydantic's ValidationError
-        errors = getattr(exc, "errors", lambda: [])()
+        errors: list[dict] = getattr(exc, "errors", list)()
     update = params.get("update") if isinstance(params, dict) else None
     if not isinstance(params, dict):
         return f"params is {json.dumps(params)[:20]}, not an object"

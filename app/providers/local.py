@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -156,7 +156,7 @@ class LocalModel(Provider):
         except Exception:  # noqa: BLE001 - the request reports a broken model, with its message
             pass
 
-    async def stream(self, req: Request) -> AsyncIterator[Event]:
+    async def stream(self, req: Request) -> AsyncGenerator[Event, None]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple] = asyncio.Queue()
         stop = threading.Event()

@@ -185,7 +185,7 @@ class ServerThread:
     (benchmarks, snapshot tests) that need a real server while they block."""
 
     def __init__(self, **kwargs: object) -> None:
-        self.server = ChatServer(**kwargs)  # type: ignore[arg-type]
+        self.server = ChatServer(**kwargs)  # type: ignore[arg-type]  # the tests' keywords, checked there
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._main, name="steer-chat-server", daemon=True)

@@ -15,10 +15,13 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 from app.core.faults import stop_point
 from app.server.http import HttpResponse
+
+if TYPE_CHECKING:
+    from app.providers.local import LocalModel
 
 T = TypeVar("T")
 _TOKEN = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]{1,3}|\s+")
@@ -111,7 +114,7 @@ class Recent(Generic[T]):
             other = other.kept
         return isinstance(other, list) and self.kept == other
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # compares like a list, so unhashable like one
 
     def __repr__(self) -> str:
         return f"Recent({self.kept!r}, total={len(self)})"
@@ -173,7 +176,7 @@ class Backend:
         self.first_token_delay = first_token_delay  # replay: the "model's" own time to first token
         self.record_frames = record_frames
         self._served = 0
-        self._local = None
+        self._local: LocalModel | None = None
         self._model_turn = asyncio.Lock()  # FIFO: generations run one at a time, in arrival order
         self.last_activity = time.monotonic()
 
@@ -290,8 +293,7 @@ class Backend:
             ended = False
             try:
                 async for ev in stream:
-                    t = type(ev)
-                    if t is TextDelta:
+                    if isinstance(ev, TextDelta):
                         if gen.tokens == 0:
                             self.stats.first_token.append(time.perf_counter())
                         elif gen.tokens == 3:  # three tokens sent: a crash test's moment
@@ -299,11 +301,11 @@ class Backend:
                         gen.tokens += 1
                         yield ev.text
                         yield ""
-                    elif t is Usage:
+                    elif isinstance(ev, Usage):
                         gen.prompt_tokens = ev.prompt
-                    elif t is Done:
+                    elif isinstance(ev, Done):
                         gen.finish = ev.finish_reason
-                    elif t is Error:
+                    elif isinstance(ev, Error):
                         raise RuntimeError(ev.message)
                 ended = True
             finally:

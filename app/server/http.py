@@ -160,7 +160,7 @@ class HttpServer:
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, ssl=self.ssl,  # type: ignore[arg-type]
+            self._serve, self.host, self.port, ssl=self.ssl,
             limit=self.limits.line,  # what a stream buffers before it stops reading the socket
             ssl_handshake_timeout=self.limits.header_timeout if self.ssl is not None else None)
         self.port = self._server.sockets[0].getsockname()[1]
@@ -278,7 +278,7 @@ class HttpServer:
         lines = []
         line = await _line(reader, prefix)
         while not head.take(line):
-            if head.request is not None:
+            if head.request is not None and line is not None:  # take() refuses a None line
                 lines.append(line)
             line = await _line(reader)
         return head.end(b"\r\n".join(lines) + b"\r\n\r\n")
@@ -407,7 +407,7 @@ class _Head:
         else:
             headers[name] = value
         if name == "authorization" and not self.authorized:
-            if not self.server.authorize(value):  # type: ignore[misc]
+            if not self.server.authorize(value):  # type: ignore[misc]  # a callable attribute, not a method
                 raise self.server._unauthorized(self.seen, "wrong token")
             self.authorized = True
         return False

@@ -341,7 +341,7 @@ class ResponsesService:
                     batch.append(ew.delta(mid, tok))
                     parts.append(tok)
             finally:
-                await tokens.aclose()  # type: ignore[attr-defined]
+                await tokens.aclose()  # type: ignore[attr-defined]  # an async generator, typed as its iterator
             steered = bool(active.steers)
             active.done = True  # no await since the last check: a steer now is too late
             text = "".join(parts)
@@ -396,7 +396,7 @@ async def _cuttable(tokens: AsyncIterator[str], cut: asyncio.Event) -> AsyncIter
         if nxt is not None and not nxt.done():
             nxt.cancel()
             await asyncio.gather(nxt, return_exceptions=True)
-        await tokens.aclose()  # type: ignore[attr-defined]
+        await tokens.aclose()  # type: ignore[attr-defined]  # an async generator, typed as its iterator
 
 
 def _injected_error(ew: EventWriter, status: int, retry_after: float) -> str:

@@ -12,8 +12,10 @@ import contextlib
 import logging
 from asyncio import StreamReader, StreamWriter
 from collections import deque
+from typing import Protocol
 
-from websockets.frames import Opcode
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Request
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
@@ -21,6 +23,12 @@ MAX_MESSAGE = 16 * 1024 * 1024
 _log = logging.getLogger("steer.serve.ws")
 _log.setLevel(logging.WARNING)  # websockets logs handshake headers at DEBUG: never the token
 
+
+
+class _Sink(Protocol):
+    """Where a connection notes its frames (a list, or the stats' bounded Recent)."""
+
+    def append(self, item: tuple[str, str], /) -> None: ...
 
 class WsClosed(Exception):
     """The peer closed the connection (or it dropped)."""
@@ -34,7 +42,7 @@ class WsConnection:
         self._messages: deque[str] = deque()
         self._parts: list[bytes] = []
         self.closed = False
-        self.record: list[tuple[str, str]] | None = None  # tests: ("in"|"out", text) of each frame
+        self.record: _Sink | None = None  # tests: ("in"|"out", text) of each frame
 
     @classmethod
     async def accept(cls, head: bytes, reader: StreamReader, writer: StreamWriter) -> WsConnection:
@@ -42,6 +50,8 @@ class WsConnection:
         proto = ServerProtocol(max_size=MAX_MESSAGE, logger=_log)
         proto.receive_data(head)
         request = next(ev for ev in proto.events_received())
+        if not isinstance(request, Request):
+            raise WsClosed("handshake failed")
         proto.send_response(proto.accept(request))
         conn = cls(reader, writer, proto)
         if proto.state is not State.OPEN:
@@ -84,10 +94,12 @@ class WsConnection:
                 raise WsClosed("connection dropped")
             self.proto.receive_data(data)
             for frame in self.proto.events_received():
+                if not isinstance(frame, Frame):  # a server receives frames only, once open
+                    continue
                 if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
-                    self._parts = [frame.data]
+                    self._parts = [bytes(frame.data)]
                 elif frame.opcode is Opcode.CONT:
-                    self._parts.append(frame.data)
+                    self._parts.append(bytes(frame.data))
                 elif frame.opcode is Opcode.CLOSE:
                     self.closed = True
                 else:

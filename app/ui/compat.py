@@ -101,7 +101,7 @@ def on_display(app: App, callback: Callable[[], None]) -> None:
         if renderable is not None:
             callback()
 
-    app._display = display  # type: ignore[method-assign]
+    app._display = display  # type: ignore[method-assign]  # the workaround wraps Textual's method
 
 
 _MD_PARSER = None
@@ -219,4 +219,4 @@ def guard_pastes() -> None:
         except ImportError:
             continue
         if getattr(module, "XTermParser", None) is XTermParser:
-            module.XTermParser = PasteSafeParser  # type: ignore[attr-defined]
+            module.XTermParser = PasteSafeParser  # type: ignore[attr-defined]  # a module attribute mypy can't see

@@ -37,7 +37,7 @@ def textual_extras(commands: Iterable) -> Iterable[Entry]:
 
 class SteerCommands(Provider):
     def _entries(self) -> list[Entry]:
-        return list(self.app.palette_entries(self.screen))  # type: ignore[attr-defined]
+        return list(self.app.palette_entries(self.screen))  # type: ignore[attr-defined]  # SteerApp's
 
     @staticmethod
     def _line(title: Content, key: str, width: int) -> Content:

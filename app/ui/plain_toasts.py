@@ -15,5 +15,5 @@ class PlainToasts:
 
     def notify(self, message: str, *, title: str = "", severity="information",
                timeout: float | None = None, markup: bool = False) -> None:
-        super().notify(visible(message), title=name(title), severity=severity,  # type: ignore[misc]
+        super().notify(visible(message), title=name(title), severity=severity,  # type: ignore[misc]  # Textual's Literal
                        timeout=timeout, markup=False)

@@ -65,7 +65,7 @@ def resume(session: Session, store: SessionStore, sid: str | None = None, *,
         if cut is not None:  # the process ended mid-answer: that end is part of the story
             session.apply(cut)
         moved = rebase_onto_disk(session)
-    except BaseException:
+    except BaseException:  # Ctrl+C too: the log is closed, so its lock is released
         log.close()
         session.log = None
         raise

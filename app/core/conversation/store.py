@@ -100,7 +100,7 @@ class SessionStore:
         log = SessionLog(self.log_path(sid), fresh=False, wait=wait)
         try:
             records = fold(self.load(sid))
-        except BaseException:
+        except BaseException:  # Ctrl+C too: the log is closed, so its lock is released
             log.close()
             raise
         return records, log

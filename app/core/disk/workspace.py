@@ -243,7 +243,7 @@ class Workspace:
                                       "or a file took its place)") from None
                 os.close(fd)
                 fd = nfd
-        except BaseException:
+        except BaseException:  # Ctrl+C too: the descriptor is closed, then the error goes on
             os.close(fd)
             raise
         return fd
@@ -378,7 +378,7 @@ class Workspace:
                 view = view[os.write(fd, view):]
             os.fchmod(fd, mode)
             os.fsync(fd)
-        except BaseException:
+        except BaseException:  # Ctrl+C too: no temp file is left beside the user's file
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)

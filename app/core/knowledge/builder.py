@@ -423,7 +423,7 @@ class MapBuilder:
         t = time.perf_counter()
         try:
             rank, rows = snapshot.global_rank()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a rank that fails keeps the provisional order; the map stays usable
             self._queue.put(_Ranked(snapshot, None, None))
             return
         self.timings["last_rank"] = time.perf_counter() - t
@@ -518,7 +518,7 @@ class MapBuilder:
             else:
                 try:
                     tags = extract(rel, data)
-                except Exception:
+                except Exception:  # noqa: BLE001 - a grammar that chokes on one file lists it by path only
                     tags = None
                 self._known[key] = tags
             updates[rel] = (key, st, tags)

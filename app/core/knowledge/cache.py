@@ -109,7 +109,7 @@ class TagCache:
                 f.seek(len(MAGIC))
                 f.write(h.digest())
             os.replace(tmp, self.path)
-        except BaseException:
+        except BaseException:  # Ctrl+C too: no half-written cache file is left
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise

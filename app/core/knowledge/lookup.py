@@ -65,7 +65,7 @@ class Answer:
 
 
 def _answer(text: str, **kw: object) -> Answer:
-    return Answer(text, estimate_tokens(text), **kw)  # type: ignore[arg-type]
+    return Answer(text, estimate_tokens(text), **kw)  # type: ignore[arg-type]  # Answer's own fields
 
 
 def _refused(reason: str, path: str | None = None) -> Answer:

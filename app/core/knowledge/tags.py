@@ -120,8 +120,8 @@ def _tree_sitter(lang: str, data: bytes) -> Tags:
 
 @lru_cache(maxsize=256)
 def _lexer(ext: str) -> Any:
-    from pygments.lexers import get_lexer_for_filename  # type: ignore[import-untyped]
-    from pygments.util import ClassNotFound  # type: ignore[import-untyped]
+    from pygments.lexers import get_lexer_for_filename
+    from pygments.util import ClassNotFound
 
     try:
         return get_lexer_for_filename(f"x{ext}", stripnl=False, ensurenl=False)
@@ -130,7 +130,7 @@ def _lexer(ext: str) -> Any:
 
 
 def _pygments(lexer: Any, data: bytes) -> Tags:
-    from pygments.token import Name  # type: ignore[import-untyped]
+    from pygments.token import Name
 
     text = data.decode("utf-8", "replace")
     lines = text.split("\n")
