@@ -67,6 +67,28 @@ async def test_frame_runs_at_the_refresh_tick_and_displays_are_seen():
         assert not compat.shutting_down(app)
 
 
+async def test_the_refresh_tick_runs_on_the_frame_grid_and_a_request_repaints_nothing():
+    """Textual resumes and pauses our timer (its `_update_timer`), which ticks on the
+    FRAME_PERIOD grid; `request_frame` brings a tick (our frame) with no widget repainted."""
+    app = _App()
+    shown = []
+    compat.on_display(app, lambda: shown.append(1))
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause(0.1)
+        screen = app.ticking
+        timer = screen._update_timer
+        assert timer is screen._update_timer and timer._interval == compat.FRAME_PERIOD < 1 / 60
+        assert screen._Screen__update_timer is None  # Textual's own timer never started
+        before, seen = screen.ticks, len(shown)
+        screen.request_frame()
+        await pilot.pause(0.1)
+        assert screen.ticks > before  # the frame ran
+        assert len(shown) == seen  # and nothing had to be drawn for it
+        screen.query_one("#s", Static).update("changed")  # Textual resumes the same timer
+        await pilot.pause(0.1)
+        assert len(shown) > seen
+
+
 async def test_set_virtual_size_updates_the_scrollbar_without_a_layout_pass():
     class Host(App):
         def compose(self) -> ComposeResult:
