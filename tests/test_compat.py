@@ -89,6 +89,24 @@ async def test_the_refresh_tick_runs_on_the_frame_grid_and_a_request_repaints_no
         assert len(shown) > seen
 
 
+async def test_no_tick_draws_before_the_last_one_has_been_paid_for():
+    """After a tick, the next draws once as much time has passed again (`_not_before`); a
+    grid point before that passes over without a frame and the timer keeps running."""
+    app = _App()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause(0.1)
+        screen = app.ticking
+        assert screen._not_before > 0  # set by the ticks so far
+        screen._not_before = float("inf")
+        before = screen.ticks
+        screen.request_frame()
+        await pilot.pause(0.1)
+        assert screen.ticks == before and screen._update_timer._active.is_set()
+        screen._not_before = 0.0
+        await pilot.pause(0.1)
+        assert screen.ticks > before  # the running timer drew at the next grid point
+
+
 async def test_set_virtual_size_updates_the_scrollbar_without_a_layout_pass():
     class Host(App):
         def compose(self) -> ComposeResult:
