@@ -77,6 +77,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
 
     async def on_unmount(self) -> None:
         await self.session.aclose()
+        self.main.gc.release()
 
     # -- keys, themes, palette -------------------------------------------------------------
     @property
