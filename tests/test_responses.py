@@ -394,7 +394,7 @@ async def test_native_steer_cuts_the_answer_and_the_successor_streams_on_the_sam
     assert bodies[1]["previous_response_id"] == created[1]["id"]
     assert [m["content"] for m in bodies[1]["input"]][-1].endswith("thanks")
     # the model saw exactly what the user saw: the cut answer, then the steer
-    assert session.history[1]["content"] == old.text
+    assert session.sent.history[1]["content"] == old.text
 
 
 async def test_a_refused_steer_falls_back_to_resending_on_the_spare_socket(tmp_path):

@@ -249,7 +249,7 @@ async def test_a_failed_request_is_kept_out_of_the_conversation_and_a_retry_rese
                           context=["f.txt"])
         failed = await session.ask("add a line")
         assert failed.state == "error" and failed.failed and session.failed is failed
-        assert session.history == []  # the model never saw it
+        assert session.sent.history == []  # the model never saw it
         again = session.retry_failed()
         assert again is not None and again is not failed and again.instruction == "add a line"
         await session.wait()

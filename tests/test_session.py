@@ -65,9 +65,17 @@ async def test_follow_ups_continue_the_change_set_until_everything_is_decided(ri
     third = await session.ask("again")  # all decided: a new change set on fresh snapshots
     assert third.kind == "ask" and session.pending is not pending
     assert session.pending.bases["calc.py"].lines != CALC.splitlines()  # the accept is the base
-    assert len(server.stats.bodies[2]["messages"]) == 2  # system + the new request only
     msg = server.stats.bodies[1]["messages"][-1]["content"]
     assert "and sub" in msg
+    # the conversation only grows: the new change set is appended after the last request and
+    # its answer, with calc.py as the accept left it and the decisions not told yet
+    sent = [server.stats.bodies[i]["messages"] for i in range(3)]
+    assert sent[2][: len(sent[1]) + 1] == [*sent[1], {"role": "assistant", "content": SUB_ANSWER}]
+    new = sent[2][-1]["content"]
+    assert len(sent[2]) == len(sent[1]) + 2 and new.endswith("again")
+    assert "changed since you last saw them" in new and "\n".join(
+        session.pending.bases["calc.py"].lines) in new
+    assert "My decisions on your last edits" in new and "rejected (do not propose again)" in new
 
 
 async def test_redirect_interrupts_and_the_model_hears_where_it_stopped(rig):

@@ -34,7 +34,7 @@ def state(session: Session) -> dict:
     return {
         "turns": [(t.kind, t.instruction, t.text, t.state, t.finish_reason, t.deltas,
                    t.steered_at) for t in session.turns],
-        "history": session.history,
+        "history": session.sent.history,
         "queue": session.queue,
         "context": session.context,
         "fmt": session.fmt,
@@ -286,9 +286,14 @@ async def test_rejection_reasons_reach_the_next_request_and_the_next_change_set(
     assert "calc.py line 16" in msg and "(reason: do not raise, return inf)" in msg
     assert "raise ZeroDivisionError" in msg  # what was proposed, so it is not proposed again
     s.review.reject_all()
-    await s.ask("again")  # a new change set: the rejection is still remembered
-    first = server.stats.bodies[2]["messages"][-1]["content"]
-    assert "Earlier in this session I rejected" in first and "do not raise, return inf" in first
+    await s.ask("again")  # a new change set: the rejection is still in the conversation
+    sent = server.stats.bodies[2]["messages"]
+    assert sent[: len(server.stats.bodies[1]["messages"])] == server.stats.bodies[1]["messages"]
+    assert "(reason: do not raise, return inf)" in sent[-3]["content"]
+    first = sent[-1]["content"]  # appended: the rejections since, not the one told already
+    assert not first.startswith("Earlier in this session") and first.endswith("again")
+    assert "rejected (do not propose again)" in first and "do not raise" not in first
+    assert "calc.py line 4" in first
 
 
 async def test_an_ask_after_an_interrupted_answer_keeps_the_conversation(rig, demo):

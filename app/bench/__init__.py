@@ -27,6 +27,9 @@ def main(argv: list[str]) -> int:
     w.add_argument("--first-token-delay", type=float, default=0.02,
                    help="seconds the replayed model takes to its first token")
     w.add_argument("--model", action="store_true", help="also measure the embedded model")
+    w.add_argument("--turns", type=int, default=20, help="turns of the scripted session whose "
+                   "prefix-continuation rate is measured")
+    w.add_argument("--only", choices=["continuation"], help="measure only this part")
     c = sub.add_parser("cas", help="the write window left for a save to be lost (Workspace.swap)")
     c.add_argument("--sizes", default="1000,64000,1000000", help="file sizes in bytes")
     c.add_argument("--writes", type=int, default=1000, help="writes per file size and mode")
@@ -93,7 +96,8 @@ def main(argv: list[str]) -> int:
     elif args.which == "transport":
         from app.bench import transport
         result = transport.run(requests=args.requests, trials=args.trials,
-                               first_token_delay=args.first_token_delay, model=args.model)
+                               first_token_delay=args.first_token_delay, model=args.model,
+                               turns=args.turns, only=args.only)
     elif args.which == "task":
         from app.bench import task
         result = task.run(quick=args.quick, formats=args.formats.split(","),

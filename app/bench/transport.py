@@ -16,12 +16,19 @@ new connection pays a real TCP + TLS handshake.
    generation was stopped (it saw the close and cancelled the token loop).
 4. With --model, the embedded model: KV-cache reuse (time to first token of a follow-up that
    shares its prompt prefix, vs the same prompt cold) and the same redirect/Esc figures.
+5. Prefix continuation: a scripted session of 20 turns through the real Session (accepts,
+   rejects with reasons, reject-all, follow-ups on open hunks, files edited outside steer
+   between turns), over the persistent WebSocket and over Chat Completions SSE. The rate is
+   read from what the server received: a turn continues the last when its request carries
+   `previous_response_id` of the last response (WebSocket), or when its messages begin, byte
+   for byte, with the last request's and the answer (SSE: what a server prefix cache needs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import shutil
 import ssl
 import statistics
@@ -32,9 +39,12 @@ from pathlib import Path
 
 from app.core.conversation.session import Session
 from app.core.disk.workspace import Workspace
+from app.core.edits.hunks import OPEN
 from app.core.events import Done, TextDelta
-from app.core.provider import Capabilities, Request
+from app.core.provider import Capabilities, Provider, Request
+from app.providers.openai_chat import OpenAIChat
 from app.providers.openai_responses import OpenAIResponses
+from app.providers.responses_wire import from_input
 from app.server.chat_server import ServerThread
 
 TOKEN = "bench-token-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -199,7 +209,116 @@ async def _kv_cache(base_url: str, ctx: ssl.SSLContext, server) -> dict:
             "turn2_cold_ttft_ms": round(cold2 * 1000, 1)}
 
 
-async def _main(requests: int, trials: int, first_token_delay: float, model: bool) -> dict:
+# -- 5. prefix continuation ---------------------------------------------------------------------
+SLOTS = 64  # a file of anchors, so every scripted answer applies whatever was decided before
+
+
+def slot_answer(n: int) -> str:
+    """Turn n's answer: two search/replace blocks, each adding a function after its anchor."""
+    blocks = [f"slots.py\n```python\n<<<<<<< SEARCH\n# slot {k}\n=======\n# slot {k}\n"
+              f"def f{k}():\n    return {k}\n>>>>>>> REPLACE\n```\n" for k in (2 * n, 2 * n + 1)]
+    return f"Two more helpers (turn {n + 1}).\n\n" + "\n".join(blocks)
+
+
+def scripted_repo(root: Path) -> Workspace:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "slots.py").write_text("".join(f"# slot {k}\n" for k in range(SLOTS)) + "# end\n")
+    (root / "notes.md").write_text("# Notes\n")
+    return Workspace(root)
+
+
+async def scripted_session(ws: Workspace, provider: Provider, turns: int = 20) -> list[str]:
+    """Drive `turns` requests through a Session as a user would, deciding each answer by a
+    fixed script: accept all; accept one and reject one with a reason; reject all with a
+    reason (then a new change set); accept one and leave one open (then a follow-up); and
+    every third turn the user edits both context files outside steer. Returns the answers."""
+    session = Session(ws, provider, fmt="search_replace", context=["slots.py", "notes.md"])
+    answers = []
+    try:
+        for n in range(turns):
+            turn = await session.ask(f"add helpers f{2 * n} and f{2 * n + 1}")
+            if turn.state != "done":
+                raise RuntimeError(f"turn {n + 1} ended {turn.state}: {turn.error}")
+            answers.append(turn.text)
+            review, pending = session.review, session.pending
+            assert review is not None and pending is not None
+            new = [h.id for h in pending.hunks if h.state in OPEN]
+            step = n % 4
+            if step == 0:
+                review.accept_all()
+            elif step == 1:
+                review.accept(new[:1])
+                review.reject(new[1:], f"name it g{2 * n + 1}, not f")
+            elif step == 2:
+                review.reject_all("not now")
+            else:
+                review.accept(new[:1])  # the other stays open: the next message follows up
+            if n % 3 == 2:  # the user edits the files while steer waits
+                with (ws.root / "notes.md").open("a") as f:
+                    f.write(f"- note {n}\n")
+                text = (ws.root / "slots.py").read_text()
+                (ws.root / "slots.py").write_text(text.replace("# end\n", f"# end {n}\n"))
+    finally:
+        await session.aclose()
+    return answers
+
+
+def _prefix(before: object, after: object) -> bool:
+    """`after` serialised begins, byte for byte, with `before` serialised (a list less its
+    closing bracket): what a server's prefix cache sees as shared."""
+    a, b = json.dumps(before, ensure_ascii=False), json.dumps(after, ensure_ascii=False)
+    return b.startswith(a[:-1])
+
+
+def continuations(bodies: list[dict], answers: list[str], kept: list[str] | None = None
+                  ) -> list[bool]:
+    """For each request after the first, whether it continued the one before, from what the
+    server received: Chat Completions `messages`, or Responses `input` (with `kept`, the ids
+    of the responses as the server completed them: the WebSocket's previous_response_id)."""
+    convs: list[list[dict]] = []
+    out = []
+    for i, body in enumerate(bodies):
+        if "messages" in body:
+            conv = [{"role": m["role"], "content": m["content"]} for m in body["messages"]]
+        else:
+            conv = [{"role": "system", "content": body.get("instructions") or ""}]
+            prev = body.get("previous_response_id")
+            if prev is not None:
+                if i == 0 or kept is None or prev != kept[i - 1]:
+                    out.append(False)  # not the last response: a server prefix is lost
+                    convs.append(conv + from_input(body["input"]))
+                    continue
+                conv = [*convs[-1], {"role": "assistant", "content": answers[i - 1]}]
+            conv = conv + from_input(body["input"])
+        if i:
+            last = [*convs[-1], {"role": "assistant", "content": answers[i - 1]}]
+            grew = _prefix(last, conv) and len(conv) > len(last)
+            out.append(grew and (kept is None or "messages" in body
+                                 or body.get("previous_response_id") == kept[i - 1]))
+        convs.append(conv)
+    return out
+
+
+async def _continuation(turns: int, tmp: Path) -> dict:
+    out: dict = {"turns": turns, "target_rate": 1.0}
+    for name in ("websocket", "chat_sse"):
+        answers = [slot_answer(n) for n in range(turns)]
+        with ServerThread(replay=answers, token=TOKEN) as server:
+            ws = scripted_repo(tmp / f"continuation-{name}")
+            p: Provider = (OpenAIResponses(server.base_url, "bench", TOKEN) if name == "websocket"
+                           else OpenAIChat(server.base_url, "bench", TOKEN))
+            got = await scripted_session(ws, p, turns)
+            bodies = list(server.stats.bodies)
+            kept = list(server.responses.kept) if name == "websocket" else None
+        flags = continuations(bodies, got, kept)
+        out[name] = {"requests": len(bodies), "continued": sum(flags),
+                     "rate": round(sum(flags) / max(1, len(flags)), 3),
+                     "request_chars_last": len(json.dumps(bodies[-1])) if bodies else 0}
+    return out
+
+
+async def _main(requests: int, trials: int, first_token_delay: float, model: bool,
+                turns: int = 20, only: str | None = None) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="steer-bench-transport-"))
     try:
         cert, key = make_cert(tmp)
@@ -208,6 +327,9 @@ async def _main(requests: int, trials: int, first_token_delay: float, model: boo
         client_ctx = ssl.create_default_context(cafile=str(cert))
         ws = _workspace(tmp)
         result: dict = {"bench": "transport", "tls": "loopback, self-signed P-256"}
+        result["prefix_continuation"] = await _continuation(turns, tmp)
+        if only == "continuation":
+            return result
         with ServerThread(replay="ok", token=TOKEN, ssl=server_ctx) as server:
             result.update(await _requests(server.base_url, client_ctx, requests))
         caps = OpenAIResponses.capabilities
@@ -238,5 +360,5 @@ async def _main(requests: int, trials: int, first_token_delay: float, model: boo
 
 
 def run(requests: int = 100, trials: int = 20, first_token_delay: float = 0.02,
-        model: bool = False) -> dict:
-    return asyncio.run(_main(requests, trials, first_token_delay, model))
+        model: bool = False, turns: int = 20, only: str | None = None) -> dict:
+    return asyncio.run(_main(requests, trials, first_token_delay, model, turns, only))

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from importlib import import_module
 
-from app.cli.common import EXIT_OK, SHOWN, shown_on_terminals
+from app.cli.common import EXIT_OK, SHOWN, masked_output, shown_on_terminals
 
 # sub-command -> (module, function), imported when used: `steer run` never loads Textual
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -25,11 +25,12 @@ def command(name: str) -> Callable[[list[str]], int]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in SHOWN:
-        with shown_on_terminals():
-            return command(argv[0])(argv[1:])
     if argv and argv[0] in COMMANDS:
-        return command(argv[0])(argv[1:])
+        with masked_output():  # under the boundary for outside text: steer's own sequences
+            if argv[0] in SHOWN:  # (the live status) are masked too
+                with shown_on_terminals():
+                    return command(argv[0])(argv[1:])
+            return command(argv[0])(argv[1:])
     if argv and argv[0] in ("-V", "--version"):
         from app import __version__
 

@@ -8,7 +8,7 @@ import argparse
 import contextlib
 import io
 import sys
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from app.config import PROVIDERS, ConfigError, load_settings  # noqa: F401 - ConfigError for the commands
 from app.core.edits.formats import FORMATS as EDIT_FORMATS
@@ -50,9 +50,61 @@ def lenient_stdout() -> None:
     from app.view.outside_text import Shown
 
     out = sys.stdout
-    if isinstance(out, io.TextIOWrapper | Shown):  # (a StringIO in its place cannot be)
+    while isinstance(out, Shown | Masked):  # the stream under steer's wrappers
+        out = out.raw
+    if isinstance(out, io.TextIOWrapper):  # (a StringIO in its place cannot be)
         with contextlib.suppress(AttributeError, ValueError):
             out.reconfigure(errors="backslashreplace")
+
+
+class Masked(io.TextIOBase):
+    """stdout or stderr with every key value steer knows masked as *** (the streamed answer,
+    --json, agents' and servers' words: app/core/text/masking.py), also when a write cuts a
+    key in two. `end` writes what was held back as the possible start of a key."""
+
+    def __init__(self, raw: TextIO) -> None:
+        from app.core.text.masking import StreamMask
+
+        self.raw = raw
+        self._mask = StreamMask()
+
+    def write(self, text: str) -> int:
+        self.raw.write(self._mask.feed(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def end(self) -> None:
+        held = self._mask.end()
+        if held:
+            self.raw.write(held)
+        self.raw.flush()
+
+    def isatty(self) -> bool:
+        return self.raw.isatty()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # a property on TextIOBase at run time
+        return self.raw.encoding
+
+
+@contextlib.contextmanager
+def masked_output():
+    """stdout and stderr Masked while a sub-command runs, whatever they are."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Masked(sys.stdout), Masked(sys.stderr)
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, Masked):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.end()
+        sys.stdout, sys.stderr = saved
 
 
 def finish_interrupted(ws) -> bool:

@@ -145,6 +145,7 @@ def _open_session(session, sid: str | None) -> None:
 
 
 async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
+    from app.core.text.masking import mask_tree
     from app.view.live import report
     from app.view.render import unified
 
@@ -196,7 +197,7 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
             data["stage_messages"] = staged.messages if staged else []
         # json.dumps escapes every control character but DEL: escaped too, so the report
         # holds none raw wherever it is printed
-        print(json.dumps(data, indent=2).replace("\x7f", "\\u007f"))
+        print(json.dumps(mask_tree(data), indent=2).replace("\x7f", "\\u007f"))
     else:  # a byte-exact patch on a pipe; on a terminal (Shown) its escapes are shown
         sys.stdout.write(unified(pending))
     return code

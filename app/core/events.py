@@ -67,6 +67,10 @@ class Done:
     # figures only the server knows (llama-server, Groq and Cerebras send them); everything
     # the client can time itself is timed once, by the turn (app.core.conversation.session.Turn)
     server_tokens_per_s: float | None = None
+    # the server's id of the response it keeps (Responses API): what a later request, also
+    # from another process, continues (Provider.continue_from); a bookkeeping id, not part
+    # of how the answer ended (two Done that differ only by it are equal)
+    response_id: str | None = field(default=None, compare=False)
 
 
 # -- what an agent (capabilities.agent, e.g. ACP) yields besides its text ---------------------

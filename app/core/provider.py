@@ -56,6 +56,9 @@ class Capabilities:
     # an agent (ACP): it is sent the user's words only and keeps its own conversation; its
     # text is prose, its edits arrive as FileEdit / FileWrite events (app.core.events)
     agent: bool = False
+    # continue_from() takes up a conversation the server keeps by the response id Done gave
+    # (a session resumed in a new process goes on sending only what is new)
+    continue_from: bool = False
 
 
 class SteerRefused(RuntimeError):
@@ -87,6 +90,10 @@ class Provider:
         iterator streams the answer that continues it, from everything the running stream
         delivered. Raises SteerRefused to fall back to cancel and resend."""
         raise SteerRefused(f"{self.name} cannot steer a running answer")
+
+    def continue_from(self, response_id: str, messages: list[dict[str, str]], answer: str) -> None:
+        """Only with `capabilities.continue_from`: the server keeps response `response_id`,
+        `answer` to `messages`; the next request that extends them continues it."""
 
     async def probe_context_window(self) -> int | None:
         """What the server says the model's context window is, when it says (None)."""

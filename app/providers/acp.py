@@ -75,6 +75,7 @@ from app.core.events import (
     ToolCall,
 )
 from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request
+from app.core.text import masking
 
 LINE_LIMIT = 50 * 1024 * 1024  # one JSON-RPC message (a whole file read or written)
 STARTUP = 30.0  # seconds an agent may take to start (npx, a JIT...), however short the stall limit
@@ -259,8 +260,8 @@ class AcpAgent(Provider):
         with contextlib.suppress(ValueError, OSError):
             async for line in proc.stderr:
                 text = line.decode("utf-8", "replace").rstrip()
-                if text:
-                    self._stderr.append(text[:300])
+                if text:  # masked before it is cut: no part of a key is kept
+                    self._stderr.append(masking.mask(text)[:300])
 
     async def _stop(self) -> None:
         conn, proc = self._conn, self._proc

@@ -15,6 +15,7 @@ import httpx
 
 from app.core.events import Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request
+from app.core.text import masking
 from app.providers import http_stream
 
 
@@ -29,6 +30,7 @@ class OpenAIChat(Provider):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._key = api_key  # never logged, never part of a message
+        masking.remember(api_key)  # masked in whatever steer shows or saves
         self.predicts = True  # send Request.prediction (until the server refuses it)
         self.retries = retries
         self._client = client or httpx.AsyncClient(

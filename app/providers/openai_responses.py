@@ -2,10 +2,13 @@
 `steer serve` (the `local` default).
 
 Why a WebSocket: the connection is opened when the app starts (warm()), so a request pays no
-TCP/TLS/HTTP handshake, and a follow-up sends only what is new: when the non-input fields
-are unchanged and the new input strictly extends the last request plus the model's answer,
-`response.create` carries just the new items and `previous_response_id`; otherwise the full
-context. The server's events (`response.created`, `response.output_text.delta`,
+TCP/TLS/HTTP handshake, and a follow-up sends only what is new: when the model and the
+instructions are unchanged and the new input strictly extends the last completed request
+plus the model's answer, `response.create` carries just the new items and
+`previous_response_id`; otherwise the full context. What the server keeps is the provider's
+(the conversation), not a socket's: the request after an Esc, which closes the busy socket,
+continues on the spare from the last completed response (the cut answer and the new message
+are the new items), and `previous_response_not_found` resends in full. The server's events (`response.created`, `response.output_text.delta`,
 `response.completed` / `.incomplete` / `.failed`, `error`) arrive as JSON text frames, the
 same objects as over SSE (app/providers/responses_wire.py has the shapes).
 
@@ -44,6 +47,7 @@ from websockets.exceptions import (
 
 from app.core.events import Connected, Done, Error, Event, ReasoningDelta, TextDelta, Usage
 from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request, SteerRefused
+from app.core.text import masking
 from app.providers import http_stream
 from app.providers.responses_wire import message, to_input
 from app.providers.ws_pool import Closed, Socket, SocketPool
@@ -57,6 +61,27 @@ CLOSE_CODES = {1000: "normal closure", 1001: "going away", 1002: "protocol error
                1003: "unsupported data", 1006: "dropped without a close frame",
                1007: "invalid data", 1008: "policy violation", 1009: "message too big",
                1011: "internal server error", 1012: "service restart", 1013: "try again later"}
+
+
+@dataclass
+class _Kept:
+    """The last response this provider saw complete: what the server keeps of it."""
+
+    rid: str
+    fields: dict
+    input: list[dict]
+    output: str
+
+    def continued_by(self, fields: dict, items: list[dict]) -> list[dict] | None:
+        """The items a request sends after this response, when it continues it (the same
+        model and instructions, its input extending this one's plus the answer): None when
+        it does not. Settings per request (max tokens, temperature) do not matter."""
+        if any(fields.get(k) != self.fields.get(k) for k in ("model", "instructions")):
+            return None
+        known = [*self.input, message("assistant", self.output)]
+        if len(items) > len(known) and items[: len(known)] == known:
+            return items[len(known):]
+        return None
 
 
 @dataclass
@@ -84,7 +109,8 @@ def ws_url(base_url: str) -> str:
 
 class OpenAIResponses(Provider):
     name = "openai-responses"
-    capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close")
+    capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close",
+                                continue_from=True)
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = http_stream.CONNECT_TIMEOUT,
@@ -94,6 +120,7 @@ class OpenAIResponses(Provider):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._key = api_key  # never logged, never part of a message
+        masking.remember(api_key)  # masked in whatever steer shows or saves
         self.connect_timeout = connect_timeout
         self.stall_timeout = stall_timeout
         self.retries = retries
@@ -103,6 +130,7 @@ class OpenAIResponses(Provider):
         self._ssl = ssl  # an ssl.SSLContext to trust (a self-signed server); None: the system's
         self.use_sse = transport == "sse"
         self.pool = SocketPool(self._dial)
+        self.kept: _Kept | None = None  # the last completed response: a follow-up continues it
         self._streaming: Socket | None = None
         self._http: httpx.AsyncClient | None = None
 
@@ -137,6 +165,10 @@ class OpenAIResponses(Provider):
         if self._http is not None:
             await self._http.aclose()
 
+    def continue_from(self, response_id: str, messages: list[dict[str, str]], answer: str) -> None:
+        fields, items = self._fields(Request(messages))
+        self.kept = _Kept(response_id, fields, items, answer)
+
     # -- a request -------------------------------------------------------------------------
     def _redact(self, text: str) -> str:
         return http_stream.redact(text, self._key)
@@ -160,14 +192,13 @@ class OpenAIResponses(Provider):
             fields["grammar"] = req.grammar  # steer serve's extension too
         return fields, items
 
-    def _create_frame(self, sock: Socket, fields: dict, items: list[dict]) -> dict:
+    def _create_frame(self, fields: dict, items: list[dict]) -> dict:
         frame = {"type": "response.create", **fields}
-        if sock.last_id is not None and sock.last_fields == fields and sock.last_input is not None:
-            known = [*sock.last_input, message("assistant", sock.last_output)]
-            if len(items) > len(known) and items[: len(known)] == known:
-                frame["previous_response_id"] = sock.last_id
-                frame["input"] = items[len(known):]
-                return frame
+        new = self.kept.continued_by(fields, items) if self.kept is not None else None
+        if self.kept is not None and new is not None:
+            frame["previous_response_id"] = self.kept.rid
+            frame["input"] = new
+            return frame
         frame["input"] = items
         return frame
 
@@ -233,8 +264,8 @@ class OpenAIResponses(Provider):
                 return
             self.pool.keep_spare()
             if full:
-                sock.forget()
-            frame = self._create_frame(sock, fields, items)
+                self.kept = None
+            frame = self._create_frame(fields, items)
             ans = _Answer()
             self._streaming = sock
             sock.active_id, sock.active_fields, sock.active_input = None, fields, items
@@ -377,7 +408,7 @@ class OpenAIResponses(Provider):
         if err is not None:
             code = str((err.get("error") or {}).get("code") or "")
             if code == "previous_response_not_found":
-                sock.forget()
+                self.kept = None
                 self.pool.release(sock)
                 return 0.0, True, ""
             if code == "websocket_connection_limit_reached":
@@ -399,11 +430,8 @@ class OpenAIResponses(Provider):
                 attempts: int = 1) -> list[Event]:
         self._streaming = None
         steer_pending = sock.steer_wait is not None and not sock.steer_wait.done()
-        if ans.finish == "stop" and ans.rid:
-            sock.last_id, sock.last_fields, sock.last_input = ans.rid, fields, items
-            sock.last_output = "".join(sock.active_text)
-        elif ans.finish != "steered":
-            sock.forget()
+        if ans.finish in ("stop", "length") and ans.rid:  # kept whole by the server
+            self.kept = _Kept(ans.rid, fields, items, "".join(sock.active_text))
         if ans.finish != "steered" and not steer_pending:
             self.pool.release(sock)  # a steered socket goes on with the successor
         return self._outcome(ans, attempts)
@@ -415,7 +443,9 @@ class OpenAIResponses(Provider):
                None if ans.finish is not None else
                Error("network", "the stream ended without a terminal event; the answer is "
                      "incomplete", retryable=True))
-        return [Done(ans.finish or "stop")] if err is None else [err, Done("error")]
+        kept = ans.rid if ans.finish in ("stop", "length") else None
+        return [Done(ans.finish or "stop", response_id=kept)] if err is None else [
+            err, Done("error")]
 
     def _host(self) -> str:
         return ws_url(self.base_url).split("/")[2]

@@ -31,6 +31,7 @@ HINT = "use --provider or --base-url for another model (`steer doctor` checks th
 
 _exits: dict[int, int] = {}  # pid -> returncode of the servers this process started and reaped
 _children: dict[int, subprocess.Popen] = {}
+_reapers: dict[int, threading.Thread] = {}
 
 
 def adopt(proc: subprocess.Popen) -> None:
@@ -41,8 +42,11 @@ def adopt(proc: subprocess.Popen) -> None:
     def reap() -> None:
         _exits[proc.pid] = proc.wait()
         _children.pop(proc.pid, None)
+        _reapers.pop(proc.pid, None)  # after the status is noted: wait_gone needs no join then
 
-    threading.Thread(target=reap, name=f"steer-reap-{proc.pid}", daemon=True).start()
+    reaper = _reapers[proc.pid] = threading.Thread(target=reap, name=f"steer-reap-{proc.pid}",
+                                                   daemon=True)
+    reaper.start()
 
 
 def alive(pid: int) -> bool:
@@ -74,6 +78,9 @@ def wait_gone(pid: int, timeout: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.02)
+    reaper = _reapers.get(pid)
+    if reaper is not None:  # reaped: /proc forgets the pid before the thread notes its status
+        reaper.join(max(0.0, deadline - time.monotonic()))
     return True
 
 

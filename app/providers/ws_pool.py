@@ -2,8 +2,7 @@
 
 A `Socket` has one reader task: answers to a pending `response.steer` go to the steer that
 waits for them, every other frame into the socket's queue for the answer now streaming. The
-`SocketPool` keeps the last used socket (it holds the conversation the server remembers)
-and one spare, already open, so the request after an Esc or a refused steer (which close the
+`SocketPool` keeps the last used socket and one spare, already open, so the request after an Esc or a refused steer (which close the
 busy socket) pays no handshake. Sockets are retired before the server's 60-minute limit, and
 closed without waiting: the close frame goes out at once and the server stops generating.
 """
@@ -21,7 +20,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 MAX_SOCKET_AGE = 55 * 60.0  # the server ends a connection at 60 minutes
-KEEP_IDLE = 2  # the conversation's socket and a spare
+KEEP_IDLE = 2  # the last used socket and a spare
 
 
 @dataclass
@@ -44,11 +43,6 @@ class Socket:
     reading: asyncio.Lock = field(default_factory=asyncio.Lock)  # one consumer of frames
     steer_wait: asyncio.Future | None = None
     dead: bool = False
-    # what the server keeps of the last completed response on this socket
-    last_id: str | None = None
-    last_fields: dict | None = None
-    last_input: list[dict] | None = None
-    last_output: str = ""
     # the response now streaming
     active_id: str | None = None
     active_fields: dict | None = None
@@ -58,10 +52,6 @@ class Socket:
     def usable(self) -> bool:
         return (not self.dead and self.ws.close_code is None
                 and time.monotonic() - self.opened < MAX_SOCKET_AGE)
-
-    def forget(self) -> None:
-        self.last_id = self.last_fields = self.last_input = None
-        self.last_output = ""
 
     async def read(self) -> None:
         """The one reader: steer answers to the waiting steer, the rest queued."""
@@ -128,14 +118,14 @@ class SocketPool:
                 return
             if self._spare is t:
                 self._spare = None
-            self.idle.insert(0, t.result())  # behind the sockets that hold a conversation
+            self.idle.insert(0, t.result())  # behind the last used socket
 
         task.add_done_callback(opened)
 
     async def take(self) -> Socket:
         while True:
             while self.idle:
-                sock = self.idle.pop()  # the last used: it holds the conversation
+                sock = self.idle.pop()  # the last used (the server's connection-local cache)
                 if sock.usable():
                     return sock
                 self.discard(sock)

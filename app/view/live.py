@@ -13,6 +13,7 @@ from typing import TextIO
 
 from app.core.conversation.review import Outcome
 from app.core.conversation.session import Session, Turn
+from app.core.text.masking import StreamMask
 from app.view.frames import FrameSync
 from app.view.outside_text import terminal, terminal_line
 from app.view.render import unified
@@ -34,6 +35,9 @@ class LiveStatus:
         self.tty = out.isatty()
         self.period = 1.0 / hz
         self._partial = ""
+        # the answer's key values masked before the line is drawn: a frame redraws the line
+        # being written, and must not show the start of a key whose rest is still to come
+        self._mask = StreamMask()
         self._retries: tuple[Turn | None, int] = (None, 0)  # announced retries printed
         self._noted: tuple[Turn | None, set[str]] = (None, set())  # steer's notes printed
 
@@ -47,7 +51,8 @@ class LiveStatus:
         turn = self.session.turn
         if not self.enabled or turn is None:
             return
-        new = "".join(p.text for p in frame.answer if p.style == "text" and not p.line)
+        new = self._mask.feed("".join(p.text for p in frame.answer
+                                      if p.style == "text" and not p.line))
         # each retry the back-end announced, on a line of its own (they come before any text)
         notes = "".join(f"steer: {retry_line(r)}\n" for r in self._new_retries(turn))
         notes += "".join(f"steer: {title}\n" for title in self._new_notes(turn))
@@ -90,12 +95,13 @@ class LiveStatus:
         if not self.enabled or turn is None:
             return
         self.flush()
+        held = self._mask.end()  # the answer ended: what could have begun a key is not one
         status = status_text(self.session.provider, turn)
         if self.tty:
-            last, status = terminal(self._partial.removesuffix("\r")), terminal(status, dim=False)
-            self.out.write(f"{CLEAR}{last}\n{DIM}{status}{RESET}\n")
+            last = terminal((self._partial + held).removesuffix("\r"))
+            self.out.write(f"{CLEAR}{last}\n{DIM}{terminal(status, dim=False)}{RESET}\n")
         else:
-            self.out.write(f"\n[{status}]\n")
+            self.out.write(f"{held}\n[{status}]\n")
         self.out.flush()
 
 
@@ -109,6 +115,7 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
         "model": session.provider.model,
         "format": session.fmt,
         "format_reason": session.fmt_reason,
+        "sent_in_full": session.sent.full or None,  # why it did not continue the conversation
         "stats": {
             "state": turn.state,
             "finish_reason": turn.finish_reason,

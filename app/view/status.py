@@ -152,6 +152,10 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
         texts += figure_parts(turn, stop_hint="Esc to stop", user=user)
         if session is not None and session.fmt_reason and turn is session.turn:
             texts.append(f"format {session.fmt}: {session.fmt_reason}")
+    if turn is not None and session is not None and session.sent.full and turn is session.turn:
+        # the conversation did not continue (DESIGN rule 10): part of the head, so a narrow
+        # pane drops the figures first and cuts the reason before it drops the fact
+        texts[0] += f" · sent in full ({session.sent.full})"
     return StatusLine([Part(t, i) for i, t in enumerate(texts)])
 
 

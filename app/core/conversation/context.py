@@ -3,17 +3,24 @@ what each costs in tokens (app/core/conversation/context_budget.py estimates it)
 
 The session (app/core/conversation/session.py) holds one ContextFiles: the UI adds and
 removes files, a first question snapshots them into its message, and the status line asks
-what they cost before anything is sent.
+what they cost before anything is sent. It also knows what the model last saw of each file
+(`shown`), so a conversation that goes on sends only the files that changed or are new, as
+new items at its end, and knows when the user took a file away (the one reason a new
+question is sent in full: the model must stop seeing it).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from app.core.conversation import context_budget as budgets
+from app.core.conversation import prompts
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
+from app.core.edits.diff import PendingDiff
+from app.core.edits.hunks import DECIDED, Hunk
+from app.core.provider import Provider
 from app.core.text.textfile import NotText
 
 
@@ -29,6 +36,8 @@ class ContextFiles:
         self.paths: list[str] = []
         self.outlined: set[str] = set()  # sent as their outline only
         self._outline_tokens: dict[tuple[str, int, int], int] = {}  # (path, mtime, size)
+        # what the conversation has shown the model of each file: (outline only, its digest)
+        self.shown: dict[str, tuple[bool, str | None]] = {}
 
     def add(self, raw: str, *, outline: bool = False) -> str:
         """A file for the model to see: whole, or (`outline`) only its definitions."""
@@ -72,10 +81,12 @@ class ContextFiles:
 
     def budget(self, sent: Iterable[str], window: int | None, *, files: bool) -> budgets.Budget:
         """The next request's size against the model's context `window`: the texts it sends
-        and, with `files`, the context files as they would be sent."""
+        and the context files as they would be sent (`files` False: only those the
+        conversation has not shown yet)."""
         tokens = {rel: self.tokens(rel) for rel in self.paths}
         used = sum(budgets.estimate_tokens(t) for t in sent)
-        return budgets.Budget(used + (sum(tokens.values()) if files else 0), window, tokens)
+        used += sum(n for rel, n in tokens.items() if files or rel not in self.shown)
+        return budgets.Budget(used, window, tokens)
 
     def snapshots(self) -> list[Snapshot]:
         """Every context file as it is now (the bases of a new change set)."""
@@ -101,3 +112,127 @@ class ContextFiles:
     def outlines(self, snapshots: list[Snapshot]) -> dict[str, list[str]]:
         """The outlines of the outlined files among `snapshots` (what the model gets of them)."""
         return {s.path: budgets.outline(s) for s in snapshots if s.path in self.outlined}
+
+    # -- what the model has seen ----------------------------------------------------------------
+    def seen_as(self, snapshots: Iterable[Snapshot]) -> dict[str, tuple[bool, str | None]]:
+        """What a message showing `snapshots` shows the model of each (for `shown`)."""
+        return {s.path: (s.path in self.outlined, s.digest if s.exists else None)
+                for s in snapshots}
+
+    def unseen(self, snapshots: Sequence[Snapshot]) -> list[Snapshot]:
+        """The files of `snapshots` the model has not seen as they are now (changed on disk,
+        new to the context, or shown as an outline and now wanted whole)."""
+        now = self.seen_as(snapshots)
+        return [s for s in snapshots if self.shown.get(s.path) != now[s.path]]
+
+    def taken_away(self) -> str:
+        """Why the conversation cannot go on as it is: a file the model saw that the user took
+        out of the context, or asked to be sent as its outline only ("" when none)."""
+        for path, (outline, _) in self.shown.items():
+            if path not in self.paths:
+                return f"{path} left the context"
+            if path in self.outlined and not outline:
+                return f"{path} is sent as its outline now"
+        return ""
+
+
+Telling = tuple[dict[str, tuple[bool, str | None]] | None, set[tuple[int, str]]]
+
+
+class Conversation:
+    """What the model has been sent so far, which only grows: the system prompt, the
+    messages after it, the files it has seen, the decisions on its hunks it was told."""
+
+    def __init__(self, files: ContextFiles) -> None:
+        self.files = files
+        self.system: str | None = None
+        self.history: list[dict[str, str]] = []  # after the system prompt
+        self.told: set[tuple[int, str]] = set()  # (hunk id, state) of this change set, told
+        self.rejections: list[str] = []  # earlier change sets' rejected proposals, and why
+        self.full = ""  # why the request now answered did not continue the conversation
+        self.full_next = ""  # why the next one will not (a rewind says so)
+        self.response_id: str | None = None  # the server's id of the last answer, if it keeps it
+        # what the request now streaming tells (kept once it reached the conversation: a
+        # request that failed told the model nothing)
+        self._telling: Telling = (None, set())
+
+    def budget(self, draft: str, fmt: str, window: int | None) -> budgets.Budget:
+        """The next request's size: the conversation so far (for its first question, the
+        context files) and the draft."""
+        sent = [self.system or prompts.system_prompt(fmt), draft,
+                *(m["content"] for m in self.history)]
+        return self.files.budget(sent, window, files=not self.history)
+
+    def untold(self, pending: PendingDiff | None) -> list[Hunk]:
+        """The hunks of the change set decided since the model was last told."""
+        return [h for h in pending.hunks if h.state in DECIDED and (h.id, h.state.value)
+                not in self.told] if pending is not None else []
+
+    def rejected_so_far(self, pending: PendingDiff | None) -> list[str]:
+        """The rejections a conversation started afresh must not forget: earlier ones, then
+        the ones of the change set it replaces (with the user's reasons)."""
+        fresh = prompts.rejected_lines(pending.hunks) if pending is not None else []
+        return (self.rejections + fresh)[-prompts.REJECTIONS_KEPT:]
+
+    def question(self, instruction: str, snapshots: list[Snapshot], fmt: str,
+                 pending: PendingDiff | None, *, interrupted: bool,
+                 window: int | None = None) -> tuple[str, bool, str]:
+        """A new change set's message: (its text, whether it goes on with the conversation,
+        why it starts it afresh when it could have gone on). It starts afresh when the user
+        took a file away, or when going on would not fit the model's context `window`."""
+        why = self.files.taken_away() if self.history else ""
+        outlines = self.files.outlines(snapshots)
+        if self.history and not why:
+            rules = prompts.system_prompt(fmt)
+            text = prompts.next_message(
+                instruction, self.files.unseen(snapshots), outlines,
+                decided=prompts.decisions(self.untold(pending)), interrupted=interrupted,
+                rules=None if rules == self.system else rules)
+            texts = [self.system or "", *(m["content"] for m in self.history), text]
+            if budgets.Budget(sum(map(budgets.estimate_tokens, texts)), window, {}).fits(0):
+                return text, True, ""
+            why = "the conversation outgrew the model's context window"
+        return prompts.first_message(instruction, snapshots, outlines,
+                                     rejected=self.rejected_so_far(pending),
+                                     interrupted=interrupted), False, why
+
+    def open(self, content: str, fmt: str, pending: PendingDiff | None,
+             snapshots: list[Snapshot] | None, *, afresh: bool, agent: bool) -> list[dict[str, str]]:
+        """The messages of a request with `content` (`snapshots`: it starts a change set,
+        `afresh`: and the conversation)."""
+        told = {(h.id, h.state.value) for h in self.untold(pending)}
+        if snapshots is not None:
+            self.rejections = self.rejected_so_far(pending)
+            if afresh:
+                self.history, self.system = [], None
+            self.told = told = set()
+        self._telling = (self.files.seen_as(snapshots) if snapshots is not None else None, told)
+        if agent:  # it keeps its own conversation: it gets the message
+            return [{"role": "user", "content": content}]
+        if self.system is None:
+            self.system = prompts.system_prompt(fmt)
+        return [{"role": "system", "content": self.system}, *self.history,
+                {"role": "user", "content": content}]
+
+    def reached(self, messages: list[dict[str, str]], answer: str, rid: str | None) -> None:
+        """The request reached the model, and this is its answer (as far as it got; `rid`:
+        the id the server keeps it by)."""
+        self.history = [*messages[1:], {"role": "assistant", "content": answer}]
+        self.response_id = rid
+        shown, told = self._telling
+        if shown is not None:
+            self.files.shown = shown
+        self.told |= told
+
+    def resumed(self, provider: Provider) -> None:
+        """A session replayed in this process: a back-end that can, continues the response
+        its server keeps instead of sending the conversation again."""
+        if provider.capabilities.continue_from and self.response_id and self.history:
+            provider.continue_from(self.response_id, [
+                {"role": "system", "content": self.system or ""}, *self.history[:-1]],
+                self.history[-1]["content"])
+
+    def reset(self) -> None:
+        self.system, self.history, self.rejections = None, [], []
+        self.response_id = None
+        self.told, self.files.shown = set(), {}

@@ -14,7 +14,7 @@ Where: the user's state dir, one folder per repository (never the tracked tree),
 append-only; a background thread writes and fsyncs it at turn boundaries, at each decision,
 and at least once a second while text streams, so saving never blocks the event loop. A
 session is owned by one process at a time (flock). Keys are never stored: the writer
-redacts every API-key-looking string and every key the environment holds.
+redacts every API-key-looking string and every key value steer knows (app/core/text/masking.py).
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.core.conversation.records import RECORD, Info, Reasoning, Record, SessionError, Text
 from app.core.disk.journal import fsync_dir
+from app.core.text import masking
 
 FLUSH_EVERY = 1.0  # seconds: streamed text reaches the disk at least this often
 
@@ -43,14 +44,7 @@ _KEY_SHAPES = re.compile(
     r"|(?:ghp|gho|ghs|github_pat)_[A-Za-z0-9_]{20,}"
     r"|AKIA[0-9A-Z]{16}"
     r"|(?i:bearer)\s+[A-Za-z0-9._\-]{16,}")
-_SECRET_VARS = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.I)
 REDACTED = "[redacted]"
-
-
-def env_secrets(environ: dict[str, str] | None = None) -> list[str]:
-    env = os.environ if environ is None else environ
-    return sorted({v for k, v in env.items() if _SECRET_VARS.search(k) and len(v) >= 8},
-                  key=len, reverse=True)
 
 
 def redact(text: str, secrets_: Iterable[str] = ()) -> str:
@@ -142,7 +136,6 @@ class SessionLog:
                 os.ftruncate(self._fd, good)
         else:
             fsync_dir(path.parent)
-        self._secrets = env_secrets()
         self._cond = threading.Condition(threading.Lock())
         self._queue: list[BaseModel] = []
         self._text: list[str] = []
@@ -248,7 +241,7 @@ class SessionLog:
     def _write(self, items: list[BaseModel]) -> None:
         if not items:
             return
-        text = "".join(redact(dump(r), self._secrets) + "\n" for r in items)
+        text = "".join(redact(dump(r), masking.known()) + "\n" for r in items)
         data = text.encode("utf-8", "surrogatepass")
         try:
             view = memoryview(data)
@@ -264,7 +257,7 @@ class SessionLog:
     def _write_info(self, info: Info) -> None:
         tmp = self.info_path.with_name(f".{self.info_path.name}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(redact(info.model_dump_json(), self._secrets))
+            tmp.write_text(redact(info.model_dump_json(), masking.known()))
             os.replace(tmp, self.info_path)
             self._info_written = info
         except OSError:

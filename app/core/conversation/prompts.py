@@ -96,21 +96,38 @@ def first_message(instruction: str, files: Sequence[Snapshot],
     return "\n\n".join(parts)
 
 
-def opening(instruction: str, files: Sequence[Snapshot], outlines: dict[str, list[str]],
-            caps: Capabilities, model: str, fmt: str, *, rejected: Sequence[str] = (),
-            interrupted: bool = False) -> tuple[str, str, str]:
-    """A new question: (its edit format, why that one, the first message). `fmt` is the
-    format asked for, or "auto": the cheapest for these files and this model
-    (app/core/edits/formats/costs.py)."""
+def pick_format(caps: Capabilities, model: str, fmt: str, files: Sequence[Snapshot]
+                ) -> tuple[str, str]:
+    """A new question's edit format and why that one. `fmt` is the format asked for, or
+    "auto": the cheapest for these files and this model (app/core/edits/formats/costs.py)."""
     if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
-        return "agent", "the agent edits files itself", instruction
+        return "agent", "the agent edits files itself"
     if fmt != "auto":
-        why = "as asked (--format)"
-    else:
-        choice = choose(caps, model, [len(s.lines) for s in files])
-        fmt, why = choice.fmt, choice.reason
-    return fmt, why, first_message(instruction, files, outlines, rejected=rejected,
-                                   interrupted=interrupted)
+        return fmt, "as asked (--format)"
+    choice = choose(caps, model, [len(s.lines) for s in files])
+    return choice.fmt, choice.reason
+
+
+def next_message(instruction: str, changed: Sequence[Snapshot], outlines: dict[str, list[str]],
+                 *, decided: str = "", rules: str | None = None, interrupted: bool = False) -> str:
+    """A new change set in a conversation that goes on: only what is new since the model's
+    last message, appended (the conversation before it is sent unchanged, so the request
+    continues the last one): the context files it has not seen as they are now, the user's
+    decisions on its last edits it was not told yet, the rules of another edit format, then
+    the instruction."""
+    parts = []
+    if changed:
+        parts.append("These files changed since you last saw them, or are new here; this is "
+                     "how they are now:\n\n"
+                     + "\n\n".join(render_file(s, outlines.get(s.path)) for s in changed))
+    if decided:
+        parts.append("My decisions on your last edits:\n" + decided)
+    if rules:
+        parts.append("For this change, write your edits in this format instead:\n\n" + rules)
+    if interrupted:
+        parts.append("I interrupted your previous answer; it stays above as far as it got.")
+    parts.append(instruction)
+    return "\n\n".join(parts)
 
 
 def request(messages: list[dict[str, str]], caps: Capabilities, model: str, fmt: str,

@@ -75,6 +75,11 @@ class TurnRec(BaseModel):
     agent: bool = False
     prefill: str = ""
     bases: list[Snap] | None = None  # set: this turn starts a new change set
+    # a new change set: True when it goes on with the conversation so far (its message holds
+    # only what is new), False when it starts the conversation afresh; None in logs written
+    # before the conversation only grew (then it went on only after a cut-short answer)
+    continues: bool | None = None
+    full: str = ""  # why it was sent in full when the conversation could have gone on
     steered_at: int | None = None
     time: float = 0.0
 
@@ -120,6 +125,7 @@ class End(BaseModel):
     plan: list[tuple[str, str, str]] = []
     tools: list[tuple[str, str, str | None, str | None]] = []
     retries: list[tuple[int, int, float, str]] = []  # attempt, attempts, delay, reason
+    response_id: str | None = None  # the server keeps the answer by this id (Done.response_id)
 
 
 class Rebase(BaseModel):

@@ -64,6 +64,7 @@ def resume(session: Session, store: SessionStore, sid: str | None = None, *,
                        forked_from=meta.forked_from if meta else None)
         if cut is not None:  # the process ended mid-answer: that end is part of the story
             session.apply(cut)
+        session.sent.resumed(session.provider)  # the server may keep the last answer
         moved = rebase_onto_disk(session)
     except BaseException:  # Ctrl+C too: the log is closed, so its lock is released
         log.close()
@@ -139,4 +140,7 @@ def rewind_conversation(session: Session, turn: int) -> int:
         session.apply(cut)
     rebase_onto_disk(session)
     log.summary(session.saving.info())
+    # the conversation goes on from an earlier point: the next request cannot continue the
+    # last one sent, and its answer's title says so
+    session.sent.full_next = f"rewound to before turn {turn + 1}"
     return len(session.turns)

@@ -5,6 +5,12 @@ it still has undecided hunks, every new message (a redirect, a follow-up) contin
 change set: the model sees its own previous answer and the user's decisions, and its new
 edits land in the same pending diff. Once everything is decided, the next message starts a
 new change set on fresh snapshots of the disk.
+
+The conversation sent only grows (DESIGN rule 10): a new change set appends what is new (the
+files that changed since the model saw them, the decisions it was not told) after the
+conversation so far, never edits an earlier message, so every request continues the last
+(previous_response_id, server prefix caches). Only a rewind, a file the user took out of
+the context, or a window it would overflow starts it afresh; the title says why (sent.full).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Literal
 from app.core.conversation import context_budget as budgets
 from app.core.conversation import prompts
 from app.core.conversation.agent import AGENT_EVENTS, AgentHost, ProseOnly
-from app.core.conversation.context import ContextError, ContextFiles
+from app.core.conversation.context import ContextError, ContextFiles, Conversation
 from app.core.conversation.log import SessionLog
 from app.core.conversation.records import (
     Accept,
@@ -52,6 +58,7 @@ from app.core.edits.formats import fragments, make_parser
 from app.core.edits.formats.base import StreamParser
 from app.core.edits.hunks import DECIDED, EditError, Resolver
 from app.core.events import (
+    Done,
     Error,
     Event,
     FileEdit,
@@ -86,7 +93,7 @@ class Session:
         self._data_signalled = False
         self.pending: PendingDiff | None = None
         self.review: Review | None = None
-        self.history: list[dict[str, str]] = []
+        self.sent = Conversation(self.files)  # what the model was sent (context.py)
         self.turns: list[Turn] = []
         self.queue: list[str] = []
         self._task: asyncio.Task[None] | None = None
@@ -94,6 +101,7 @@ class Session:
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
         self._messages: list[dict[str, str]] = []  # the request now streaming
+        self._rid: str | None = None  # the id its answer is kept by on the server (Done)
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
         self.journal = Journal.for_workspace(ws)
         # one write at a time (accept, undo), shared with the live rebase (app/core/git/sync.py)
@@ -101,7 +109,6 @@ class Session:
         # what checkpoints need: each accept's journal step with the turn it belongs to
         self.accepts: list[tuple[int, str]] = []
         self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
-        self.rejections: list[str] = []  # earlier change sets' rejected proposals, and why
         self._resolver: Resolver = ws  # what the pending diff reads bases through
 
     # -- context (app/core/conversation/context.py) -------------------------------------------
@@ -127,12 +134,9 @@ class Session:
         return self.files.tokens(rel, outline=outline)
 
     def budget(self, draft: str = "") -> budgets.Budget:
-        """The next request's size against the model's context window. A follow-up carries
-        the conversation so far; a new question the context files."""
+        """The next request's size against the model's context window."""
         fmt = self.fmt if self.turn else self.fmt_choice
-        follow = self._open_change_set()
-        sent = [prompts.system_prompt(fmt), draft, *(m["content"] for m in self.history if follow)]
-        return self.files.budget(sent, self.provider.context_window, files=not follow)
+        return self.sent.budget(draft, fmt, self.provider.context_window)
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -197,7 +201,7 @@ class Session:
             return None
         snaps = self.files.now(e.path for e in errors if e.path)
         text = prompts.retry_message([(e.path, e.message) for e in errors], snaps)
-        content = prompts.steer_message(text, self.pending.hunks, interrupted=False)
+        content = prompts.steer_message(text, self.sent.untold(self.pending), interrupted=False)
         return self._start("retry the edits that could not be applied", "follow-up",
                            content=content)
 
@@ -214,7 +218,7 @@ class Session:
         failed = self.failed
         if failed is None:
             return None
-        if failed.kind == "ask":
+        if failed.kind == "ask" and not self.sent.history:
             return self._start(failed.instruction, "ask")
         return self._start(failed.instruction, failed.kind, content=failed.content)
 
@@ -243,7 +247,7 @@ class Session:
     def _steer(self, instruction: str) -> Turn:
         assert self.pending is not None and self._task is not None
         turn = Turn(instruction, "redirect")  # its clock starts now: redirect -> first token
-        content = prompts.steer_message(instruction, self.pending.hunks, interrupted=True)
+        content = prompts.steer_message(instruction, self.sent.untold(self.pending), interrupted=True)
         req = Request([{"role": "user", "content": content}], model=self.provider.model,
                       max_tokens=self.max_tokens, temperature=self.temperature)
         self._steering = self._task
@@ -297,12 +301,22 @@ class Session:
         previous = self.turn
         caps = self.provider.capabilities
         snapshots: list[Snapshot] | None = None
+        full, self.sent.full_next = self.sent.full_next, ""
+        continues = None
         if kind == "ask":
             snapshots = self.files.snapshots()
-            fmt, self.fmt_reason, content = prompts.opening(
-                instruction, snapshots, self.files.outlines(snapshots), caps,
-                self.provider.model, self.fmt_choice, rejected=self._rejected_so_far(),
-                interrupted=previous is not None and previous.state == "interrupted")
+            fmt, self.fmt_reason = prompts.pick_format(caps, self.provider.model,
+                                                       self.fmt_choice, snapshots)
+            interrupted = previous is not None and previous.state == "interrupted"
+            if caps.agent:
+                content, continues = instruction, False
+            elif content is not None:  # a failed question asked again, as it was
+                continues = bool(self.sent.history)
+            else:
+                content, continues, taken = self.sent.question(
+                    instruction, snapshots, fmt, self.pending, interrupted=interrupted,
+                    window=self.provider.context_window)
+                full = full or taken
         else:
             assert self.pending is not None and previous is not None
             if (self.fmt == "agent") != caps.agent:  # a resumed session, another back-end
@@ -310,7 +324,7 @@ class Session:
                                    "back-end now is not one, or the other way round: decide its "
                                    "open hunks first, or resume it with the same back-end")
             if content is None:
-                content = prompts.steer_message(instruction, self.pending.hunks,
+                content = prompts.steer_message(instruction, self.sent.untold(self.pending),
                                                 interrupted=previous.state == "interrupted")
             fmt = self.fmt
         turn = turn or Turn(instruction, kind)
@@ -319,7 +333,7 @@ class Session:
         rec = TurnRec(kind=kind, instruction=instruction, content=content, fmt=fmt,
                       agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
-                      time=time.time())
+                      continues=continues, full=full, time=time.time())
         self._open_turn(rec, turn, snapshots)
         req = prompts.request(self._messages, caps, self.provider.model, fmt, bases,
                               first=kind == "ask", prefill=prefill, max_tokens=self.max_tokens,
@@ -332,10 +346,10 @@ class Session:
     def _open_turn(self, rec: TurnRec, turn: Turn, snapshots: list[Snapshot] | None) -> None:
         """What a request opens: a change set for an ask, the conversation so far, the
         parser. Shared by a live turn and one replayed from the session's log."""
+        afresh = not rec.continues if rec.continues is not None else not (  # an older log:
+            self.turn is not None and self.turn.state in ("interrupted", "error"))  # went on
+        old_pending = self.pending
         if snapshots is not None:
-            self.rejections = self._rejected_so_far()
-            if not self._continues():
-                self.history = []
             self._snapshots = snapshots
             self.pending = PendingDiff(self._resolver, snapshots)
             self.pending.on_rebase = self._rebased
@@ -350,9 +364,9 @@ class Session:
         # a whole-file answer showing part of a file keeps the rest, unless this instruction
         # may mean deleting code (then the deletion is proposed, flagged)
         self.pending.removal_asked = fragments.asks_removal(rec.instruction)
-        messages = [{"role": "user", "content": rec.content}] if rec.agent else [
-            {"role": "system", "content": prompts.system_prompt(self.fmt)}, *self.history,
-            {"role": "user", "content": rec.content}]
+        messages = self.sent.open(rec.content, self.fmt, old_pending, snapshots,
+                                  afresh=afresh, agent=rec.agent)
+        self.sent.full = rec.full
         turn.prose_from = len(self.pending.prose)
         turn.pending, turn.pturn = self.pending, self.pending.turn
         turn.content = rec.content
@@ -364,19 +378,6 @@ class Session:
         self.saving.save_lists()
         if rec.prefill:
             self._feed(turn, rec.prefill)
-
-    def _continues(self) -> bool:
-        """A new change set keeps the conversation when the last answer was cut short: what
-        it said stays what it is, an interrupted answer, never silently dropped."""
-        previous = self.turn
-        return previous is not None and previous.state in ("interrupted", "error")
-
-    def _rejected_so_far(self) -> list[str]:
-        """The rejections a new change set must not forget: earlier ones, then the ones of
-        the change set it replaces (with the user's reasons)."""
-        pending = self.pending
-        fresh = prompts.rejected_lines(pending.hunks) if pending is not None else []
-        return (self.rejections + fresh)[-prompts.REJECTIONS_KEPT:]
 
     def _feed(self, turn: Turn, text: str) -> None:
         """Text of the answer `turn` that did not come from the back-end now (a prefill, or
@@ -418,6 +419,8 @@ class Session:
                         log.reasoning(ev.text)
                     elif type(ev) is Retrying:  # the back-end waits: say so on screen
                         self.wake()
+                    elif type(ev) is Done:
+                        self._rid = ev.response_id
         except asyncio.CancelledError:
             if turn.live:
                 self._finalize(turn, parser, interrupted=True)
@@ -440,10 +443,11 @@ class Session:
         # the conversation continues from whatever the model managed to say; a request that
         # failed before it said anything never reached the conversation (a retry sends it
         # again, and the model must not see it twice)
+        rid, self._rid = (self._rid if turn.complete else None), None
         if not turn.failed:
-            self.history = [*self._messages[1:], {"role": "assistant", "content": turn.text}]
+            self.sent.reached(self._messages, turn.text, rid)
         if self.log is not None:
-            self.saving.save(end_record(turn))
+            self.saving.save(end_record(turn).model_copy(update={"response_id": rid}))
             self.saving.save_lists()
 
     # -- the log (app/core/conversation/log.py): what each record does ---------------------
@@ -519,6 +523,7 @@ class Session:
         if rec is None:
             rec = End(state="interrupted", finish_reason="cancelled", deltas=len(turn.chunks))
         restore_end(turn, rec)
+        self._rid = rec.response_id
         self._finalize(turn, self._parser, interrupted=rec.state == "interrupted")
         if rec.state != "interrupted":
             turn.state = rec.state
@@ -532,8 +537,7 @@ class Session:
 
     # -- saving (app/core/conversation/saving.py) ------------------------------------------
     def _decided(self, rec: Accept | Reject | Undo) -> None:
-        """A decision the review carried out, for the log; an accept is a checkpoint of this
-        turn."""
+        """A decision the review carried out, for the log; an accept checkpoints its turn."""
         if type(rec) is Accept:
             rec.turn = max(len(self.turns) - 1, 0)
             self._checkpoint(rec)
@@ -560,11 +564,12 @@ class Session:
         """Forget the conversation and the change set (a rewind replays what stands)."""
         if self.streaming:
             raise RuntimeError("an answer is streaming")
-        self.turns, self.history, self.queue = [], [], []
+        self.turns, self.queue = [], []
+        self.sent.reset()
         self.context.clear()
         self.pending = self.review = None
         self._snapshots = []
-        self.accepts, self.rejections, self.file_steps = [], [], []
+        self.accepts, self.file_steps = [], []
         self.saving.forget_lists()
         self.agent = AgentHost(self)
 

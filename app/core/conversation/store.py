@@ -83,7 +83,20 @@ class SessionStore:
         raise SessionError(f"no session {sid!r} for {self.root}" if not hits else
                            f"{sid!r} matches several sessions: {', '.join(hits)}")
 
+    def writable(self) -> Path:
+        """The directory, once it is known to lie outside the working tree by its real path
+        (a symlink, or $XDG_STATE_HOME, pointing into the tree would put session files, the
+        conversation and every base, among the user's files)."""
+        real, tree = self.dir.resolve(), self.root.resolve()
+        if real == tree or tree in real.parents:
+            raise SessionError(
+                f"the session directory {self.dir} is inside the working tree ({real}); steer "
+                "writes no session files there. Point $XDG_STATE_HOME elsewhere, or run "
+                "without saving (--no-save)")
+        return self.dir
+
     def create(self, meta: Meta) -> SessionLog:
+        self.writable()
         log = SessionLog(self.log_path(meta.id), fresh=True)
         log.append(meta)
         log.summary(Info(id=meta.id, root=meta.root, branch=meta.branch, created=meta.created,
@@ -96,14 +109,26 @@ class SessionStore:
 
     def open(self, sid: str, wait: float = 0.0) -> tuple[list[Record], SessionLog]:
         """Take a session over: its records (folded) and its log, owned by this process
-        (waiting up to `wait` seconds for another process to let it go)."""
+        (waiting up to `wait` seconds for another process to let it go). A log saved for
+        another repository (copied in) is refused: its bases and decisions are not this
+        tree's."""
+        self.writable()
         log = SessionLog(self.log_path(sid), fresh=False, wait=wait)
         try:
             records = fold(self.load(sid))
+            self._check_root(sid, records)
         except BaseException:  # Ctrl+C too: the log is closed, so its lock is released
             log.close()
             raise
         return records, log
+
+    def _check_root(self, sid: str, records: list[Record]) -> None:
+        meta = next((r for r in records if type(r) is Meta), None)
+        if meta is None:
+            raise SessionError(f"session {sid} has no header; it cannot be resumed")
+        if Path(meta.root).resolve() != self.root.resolve():
+            raise SessionError(f"session {sid} was saved for {meta.root}, not for {self.root}; "
+                               "steer resumes a session only in its own repository")
 
     def info(self, sid: str) -> Info:
         side = self.log_path(sid).with_suffix(".json")
@@ -123,10 +148,11 @@ class SessionStore:
 
     def fork(self, sid: str, at_turn: int | None = None) -> str:
         """A new session with this one's records (up to before turn `at_turn`)."""
+        self.writable()
         records = fold(self.load(sid))
+        self._check_root(sid, records)
         meta = next((r for r in records if type(r) is Meta), None)
-        if meta is None:
-            raise SessionError(f"session {sid} has no header; it cannot be forked")
+        assert meta is not None  # (checked)
         if at_turn is not None:
             records = fold([*records, Rewind(turn=at_turn)])
         fresh = meta.model_copy(update={"id": new_id(), "created": time.time(), "forked_from": sid})

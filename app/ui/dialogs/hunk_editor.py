@@ -4,6 +4,8 @@ written, Esc cancels. The title's path is outside text, shown through the bounda
 
 from __future__ import annotations
 
+import importlib.util
+
 from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -25,6 +27,14 @@ def language(path: str) -> str | None:
     return lang if lang in LANGUAGES else None
 
 
+def _has_grammar(lang: str) -> bool:
+    """Whether TextArea can load `lang`: it imports a `tree_sitter_<lang>` package (Textual's
+    syntax extra, which steer does not install) and raises once mounted when there is none.
+    The language pack's grammars are not offered to it: Textual's queries are written for
+    other grammar versions, and a mismatched query can crash tree-sitter, not just fail."""
+    return importlib.util.find_spec(f"tree_sitter_{lang}") is not None
+
+
 class HunkEditor(ModalScreen[list[str] | None]):
     """Edit a hunk's new lines before accepting them. Ctrl+S accepts, Esc cancels."""
 
@@ -43,11 +53,8 @@ class HunkEditor(ModalScreen[list[str] | None]):
             yield Label(to_text(f"Edit hunk #{self.hunk.id} in {self.hunk.path} — Ctrl+S accepts, "
                                 "Esc cancels", tabs=None), id="editor-title")
             area = TextArea("\n".join(self.hunk.new), id="editor-area", show_line_numbers=True)
-            if self.language:
-                try:
-                    area.language = self.language
-                except Exception:  # no tree-sitter grammar installed: plain text still edits
-                    pass
+            if self.language and _has_grammar(self.language):
+                area.language = self.language
             yield area
 
     def action_save(self) -> None:
