@@ -39,11 +39,12 @@ class FrameTickScreen(Screen):
     frame at 120 Hz holds half the text of one at 60 Hz, so the work per second grows only
     by the fixed part of a frame.
 
-    Frames never take more than half the time: after a tick of d seconds the next one comes
-    d seconds after it ended at the earliest (a grid point in between is passed over, the
-    timer left running). At stream rates a frame is a few milliseconds and this never
-    bites; under a flood (an unthrottled answer, frames of 20+ ms) it keeps half of the
-    loop for reading the answer instead of drawing it twice as often."""
+    Frames never take more than half the time: after a tick that used d seconds of CPU the
+    next one comes d seconds after it ended at the earliest (a grid point in between is
+    passed over, the timer left running). At stream rates a frame is a few milliseconds and
+    this never bites; under a flood (an unthrottled answer, frames of 20+ ms) it keeps half
+    of the loop for reading the answer instead of drawing it twice as often. CPU time, not
+    the wall clock: a tick that was only descheduled (a busy machine) holds nothing back."""
 
     tick_log: list[Tick] | None = None  # benchmarks set it: every tick's timing
     _frame_timer: Timer | None = None
@@ -71,6 +72,7 @@ class FrameTickScreen(Screen):
         t0 = time.perf_counter()
         if t0 < self._not_before:
             return  # the timer stays resumed: the next grid point draws
+        cpu0 = time.thread_time()
         log = self.tick_log
         if log is None:
             self.frame()
@@ -82,8 +84,7 @@ class FrameTickScreen(Screen):
             layout = self._layout_required
             super()._on_timer_update()
             log.append(Tick(t0, t1, time.perf_counter(), layout, dirty))
-        end = time.perf_counter()
-        self._not_before = end + (end - t0)
+        self._not_before = time.perf_counter() + (time.thread_time() - cpu0)
 
 
 @dataclass(slots=True)
