@@ -67,6 +67,46 @@ async def test_frame_runs_at_the_refresh_tick_and_displays_are_seen():
         assert not compat.shutting_down(app)
 
 
+async def test_the_refresh_tick_runs_on_the_frame_grid_and_a_request_repaints_nothing():
+    """Textual resumes and pauses our timer (its `_update_timer`), which ticks on the
+    FRAME_PERIOD grid; `request_frame` brings a tick (our frame) with no widget repainted."""
+    app = _App()
+    shown = []
+    compat.on_display(app, lambda: shown.append(1))
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause(0.1)
+        screen = app.ticking
+        timer = screen._update_timer
+        assert timer is screen._update_timer and timer._interval == compat.FRAME_PERIOD < 1 / 60
+        assert screen._Screen__update_timer is None  # Textual's own timer never started
+        before, seen = screen.ticks, len(shown)
+        screen.request_frame()
+        await pilot.pause(0.1)
+        assert screen.ticks > before  # the frame ran
+        assert len(shown) == seen  # and nothing had to be drawn for it
+        screen.query_one("#s", Static).update("changed")  # Textual resumes the same timer
+        await pilot.pause(0.1)
+        assert len(shown) > seen
+
+
+async def test_no_tick_draws_before_the_last_one_has_been_paid_for():
+    """After a tick, the next draws once as much time has passed again (`_not_before`); a
+    grid point before that passes over without a frame and the timer keeps running."""
+    app = _App()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause(0.1)
+        screen = app.ticking
+        assert screen._not_before > 0  # set by the ticks so far
+        screen._not_before = float("inf")
+        before = screen.ticks
+        screen.request_frame()
+        await pilot.pause(0.1)
+        assert screen.ticks == before and screen._update_timer._active.is_set()
+        screen._not_before = 0.0
+        await pilot.pause(0.1)
+        assert screen.ticks > before  # the running timer drew at the next grid point
+
+
 async def test_set_virtual_size_updates_the_scrollbar_without_a_layout_pass():
     class Host(App):
         def compose(self) -> ComposeResult:

@@ -77,6 +77,14 @@ def _workspace(tmp: Path) -> tuple[Path, Path]:
     return root, answer_file
 
 
+def _collected() -> None:
+    """Between two app runs in this process: what the last one left is collected, as a
+    fresh process would start (the peak RSS is then the largest run's, not their sum)."""
+    for cb in [cb for cb in gc.callbacks if getattr(cb, "__name__", "") == "on_gc"]:
+        gc.callbacks.remove(cb)
+    gc.collect()
+
+
 def _instrument(app) -> tuple[list[float], list[tuple[float, int]], list, list]:
     from app.ui.compat import on_display
 
@@ -288,7 +296,10 @@ def run(rates: list[float], tokens: int = 20_000, esc_trials: int = 20) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root, answer_file = _workspace(Path(tmp))
         n_tokens = len(split_tokens(answer_file.read_text()))
-        results = [asyncio.run(_one_rate(root, answer_file, r)) for r in rates]
+        results = []
+        for r in rates:
+            results.append(asyncio.run(_one_rate(root, answer_file, r)))
+            _collected()
         esc = asyncio.run(_esc_trials(root, answer_file, esc_trials))
         first = _first_paint(Path(tmp))
     return {

@@ -87,6 +87,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         await self.session.aclose()
         if self.session.knowledge is not None:
             await asyncio.to_thread(self.session.knowledge.close)
+        self.main.gc.release()
 
     # -- keys, themes, palette -------------------------------------------------------------
     @property

@@ -18,7 +18,10 @@ from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.geometry import Size
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
+
+FRAME_PERIOD = 1 / 120  # the refresh tick's grid, in seconds (Textual's own: 1/60)
 
 
 class FrameTickScreen(Screen):
@@ -27,26 +30,61 @@ class FrameTickScreen(Screen):
     Textual repaints from a timer (`Screen._on_timer_update`) that it resumes whenever a
     widget is dirty. Running our per-frame pull at that same tick, instead of from a second
     timer of our own, saves a token up to a whole frame of waiting between arriving and
-    being drawn."""
+    being drawn.
+
+    The tick runs on a grid of FRAME_PERIOD, half of Textual's: a token that arrives just
+    after a frame was taken waits for the next grid point and then for that frame's render,
+    so at 1/60 its latency was a whole 60 Hz frame plus a render, never within one frame.
+    The timer runs only while something is dirty (an answer streams, a key was typed), and a
+    frame at 120 Hz holds half the text of one at 60 Hz, so the work per second grows only
+    by the fixed part of a frame.
+
+    Frames never take more than half the time: after a tick that used d seconds of CPU the
+    next one comes d seconds after it ended at the earliest (a grid point in between is
+    passed over, the timer left running). At stream rates a frame is a few milliseconds and
+    this never bites; under a flood (an unthrottled answer, frames of 20+ ms) it keeps half
+    of the loop for reading the answer instead of drawing it twice as often. CPU time, not
+    the wall clock: a tick that was only descheduled (a busy machine) holds nothing back."""
 
     tick_log: list[Tick] | None = None  # benchmarks set it: every tick's timing
+    _frame_timer: Timer | None = None
+    _not_before = 0.0  # perf_counter time before which no tick draws (see above)
+
+    @property
+    def _update_timer(self) -> Timer:
+        """Textual's `Screen._update_timer` (paused, resumed and paused again by Textual),
+        on the FRAME_PERIOD grid."""
+        timer = self._frame_timer
+        if timer is None:
+            timer = self._frame_timer = self.set_interval(
+                FRAME_PERIOD, self._on_timer_update, name="screen_update", pause=True)
+        return timer
+
+    def request_frame(self) -> None:
+        """Make the next refresh tick come (and with it `frame`) without repainting anything:
+        what arrived is drawn by the frame, in the rows it changes."""
+        self._update_timer.resume()
 
     def frame(self) -> None:
         """Pull what arrived and update the widgets (called just before each repaint)."""
 
     def _on_timer_update(self) -> None:
+        t0 = time.perf_counter()
+        if t0 < self._not_before:
+            return  # the timer stays resumed: the next grid point draws
+        cpu0 = time.thread_time()
         log = self.tick_log
         if log is None:
             self.frame()
             super()._on_timer_update()
-            return
-        t0 = time.perf_counter()
-        self.frame()
-        t1 = time.perf_counter()
-        dirty = sorted({type(w).__name__ for w in self._dirty_widgets})
-        layout = self._layout_required
-        super()._on_timer_update()
-        log.append(Tick(t0, t1, time.perf_counter(), layout, dirty))
+        else:
+            self.frame()
+            t1 = time.perf_counter()
+            dirty = sorted({type(w).__name__ for w in self._dirty_widgets})
+            layout = self._layout_required
+            super()._on_timer_update()
+            log.append(Tick(t0, t1, time.perf_counter(), layout, dirty))
+        self._not_before = time.perf_counter() + (time.thread_time() - cpu0)
 
 
 @dataclass(slots=True)

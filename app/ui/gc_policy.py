@@ -5,7 +5,9 @@ lands in whatever frame is being drawn and was the largest part of the slowest f
 while a fast answer streamed. While an answer streams only the young generations are
 collected (they are cheap: the answer's own short-lived objects); once it ends and the
 screen has settled, one full collection runs and what survives is frozen out of later
-scans (start-up objects are frozen the same way).
+scans (start-up objects are frozen the same way). When the app closes, both are undone:
+a process that goes on after it (tests, benchmarks) would otherwise never collect full
+generations again, nor anything the app froze.
 """
 
 from __future__ import annotations
@@ -41,3 +43,11 @@ class AnswerGC:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
+
+    def release(self) -> None:
+        """The app is closing: full collections again, and what it froze collectable (the
+        app's own objects among them, once it is let go)."""
+        if self._saved is not None:
+            gc.set_threshold(*self._saved)
+            self._saved = None
+        gc.unfreeze()

@@ -26,6 +26,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -107,13 +108,12 @@ class Journal:
         return cls(ws.state_dir() / "journal")
 
     # -- storage ---------------------------------------------------------------------------
-    def _put_many(self, datas: list[bytes]) -> None:
-        """Store blobs durably: write them all, then fsync them (one journal commit on most
-        filesystems covers the lot), rename into place, fsync the folder once."""
+    def _stage_blobs(self, datas: list[bytes]) -> list[tuple[Path, Path]]:
+        """Write the blobs not stored yet to temp files: (temp, final path) each, for
+        `_put_many` or `begin` to sync and rename into place."""
         self.blobs.mkdir(parents=True, exist_ok=True)
         staged = []
-        for data in {digest(d): d for d in datas}.items():
-            key, raw = data
+        for key, raw in {digest(d): d for d in datas}.items():
             path = self.blobs / key
             if path.exists():
                 continue
@@ -122,12 +122,13 @@ class Journal:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(raw)
             staged.append((tmp, path))
-        for tmp, _ in staged:
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        return staged
+
+    def _put_many(self, datas: list[bytes]) -> None:
+        """Store blobs durably: write them all, fsync them together, rename them into place,
+        fsync the folder once."""
+        staged = self._stage_blobs(datas)
+        sync_all([tmp for tmp, _ in staged])
         for tmp, path in staged:
             os.replace(tmp, path)
         if staged:
@@ -154,6 +155,11 @@ class Journal:
                           before_link=before.link, after_link=after.link, written=False)
 
     def _append(self, record: dict) -> None:
+        for path in self._write_record(record):
+            fsync_path(path)
+
+    def _write_record(self, record: dict) -> list[Path]:
+        """Append `record` (written, not synced): what has to be fsynced for it to last."""
         self.dir.mkdir(parents=True, exist_ok=True)
         new = not self.file.exists()
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
@@ -161,10 +167,7 @@ class Journal:
             if fh.seek(0, os.SEEK_END) and (fh.seek(-1, os.SEEK_END), fh.read(1))[1] != b"\n":
                 line = b"\n" + line  # a line torn by a crash must not swallow this record
             fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if new:
-            fsync_dir(self.dir)
+        return [self.file, self.dir] if new else [self.file]
 
     # -- the two phases of a step ----------------------------------------------------------
     def begin(self, op: Literal["accept", "undo"], label: str,
@@ -173,12 +176,21 @@ class Journal:
         entry = Entry(op=op, id=uuid.uuid4().hex[:12], time=time.time(), label=label,
                       target=target, done=False, v=2,
                       files=[self._change(p, b, a) for p, b, a in files])
-        self._put_many([d for _, b, a in files for d in (b.data, a.data) if d is not None])
+        # Everything below is durable before any file is touched, as before; the fsyncs run
+        # side by side, in two rounds, instead of one after another (each costs a journal
+        # commit of the filesystem, 2-6 ms here; together they share one): the blobs' data
+        # and the marker's folder, then the blobs' names and the record. A crash between the
+        # rounds can leave a begin record whose blobs are not there: recovery then writes
+        # nothing for it (no file was touched) and says so, as for any file it cannot read.
+        staged = self._stage_blobs([d for _, b, a in files for d in (b.data, a.data) if d is not None])
         self.open.mkdir(parents=True, exist_ok=True)
         with open(self.open / entry.id, "w"):
             pass
-        fsync_dir(self.open)
-        self._append({"rec": "begin", **entry.model_dump(exclude={"done", "notes"})})
+        sync_all([tmp for tmp, _ in staged] + [self.open])
+        for tmp, path in staged:
+            os.replace(tmp, path)
+        record = self._write_record({"rec": "begin", **entry.model_dump(exclude={"done", "notes"})})
+        sync_all(([self.blobs] if staged else []) + record)
         stop_point(f"{op}:begun")
         return entry
 
@@ -418,8 +430,31 @@ def reason(exc: BaseException) -> str:
 
 def fsync_dir(path: Path) -> None:
     """A rename or a new file in `path` survives a crash once the folder itself is synced."""
+    fsync_path(path)
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file or a folder by its path."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_SYNCER: ThreadPoolExecutor | None = None
+
+
+def sync_all(paths: list[Path]) -> None:
+    """fsync every path (files and folders), side by side: a filesystem like ext4 commits
+    the fsyncs that wait together in one journal commit (8 fsyncs: ~22 ms one after another,
+    ~5 ms together here). Returns once all are durable; raises the first failure."""
+    global _SYNCER
+    if len(paths) <= 1:
+        for p in paths:
+            fsync_path(p)
+        return
+    if _SYNCER is None:
+        _SYNCER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="steer-fsync")
+    for f in [_SYNCER.submit(fsync_path, p) for p in paths]:
+        f.result()

@@ -18,6 +18,7 @@ from textual.containers import Vertical
 
 from app.core.conversation.session import Session
 from app.core.events import PermissionRequest
+from app.ui.compat import FrameTickScreen
 from app.ui.dialogs.permission import PermissionScreen
 from app.ui.widgets.line import Line
 from app.ui.widgets.queue_view import QueueView
@@ -53,8 +54,13 @@ class ConversationPane(Vertical):
         self.queue.focus()
 
     def wake(self) -> None:
-        """Make sure a screen update is coming (in the line that changes anyway)."""
-        self.heading.refresh()
+        """Make sure a screen update is coming; nothing is repainted for it (a repaint of
+        the title here cost every frame a widget more to composite, at the pane's top)."""
+        screen = self.screen
+        if isinstance(screen, FrameTickScreen):
+            screen.request_frame()
+        else:
+            self.heading.refresh()
 
     def write(self, pieces: list[Piece]) -> None:
         view = self.stream

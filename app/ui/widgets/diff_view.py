@@ -28,7 +28,7 @@ from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import Hunk, HunkState
 from app.ui.actions import bindings
 from app.ui.compat import set_virtual_size
-from app.ui.widgets.highlight import Highlighter, syntax_theme
+from app.ui.widgets.highlight import Highlighter
 from app.view.layout import TAB, FileLayout, Row, shown
 from app.view.outside_text import clean, segments, visible
 
@@ -485,7 +485,7 @@ class DiffView(ScrollView, can_focus=True):
         if self.path is None or (h is not None and h.state == HunkState.STREAMING):
             return _line(text, style)  # highlighted once the hunk is complete
         hl = self._highlighter
-        if hl is None or hl.theme is not syntax_theme(self.syntax):
+        if hl is None or hl.theme_name != self.syntax:
             hl = self._highlighter = Highlighter(self.path, self.syntax)
         tokens = hl.tokens(text)
         if tokens is None:
