@@ -31,6 +31,7 @@ from app.core.conversation.session import Session, Turn
 from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import DECIDED, Card
 from app.core.events import PermissionRequest
+from app.core.text import masking
 from app.view.cards import card_text
 from app.view.status import answer_title, retry_line, review_line
 
@@ -134,6 +135,8 @@ class FrameSync:
         self._plan: tuple = ()  # the plan as last shown
         self._tools: dict[str, str | None] = {}  # tool call id -> status last shown
         self._retries = 0  # the back-end's announced retries of the turn shown
+        # text shown as it streams (the raw view, reasoning) never shows a key, nor its start
+        self._raw, self._thought = masking.StreamMask(), masking.StreamMask()
         self._replay = list(self.session.turns[:-1])  # ended turns to show again first
 
     def take(self, force_status: bool = False) -> Frame:
@@ -167,7 +170,23 @@ class FrameSync:
         self._was_live = live
         self._update_cards(f, force=not live)
         self._texts(f, now, force=force_status or (f.changed and not live))
+        if masking.known():  # no key value is ever drawn (DESIGN rule 6)
+            self._mask(f)
         return f
+
+    @staticmethod
+    def _mask(f: Frame) -> None:
+        """Whole pieces masked; the tail, redrawn whole as it grows, without an end that may
+        start a key; streamed text was masked as it streamed (_raw, _thought)."""
+        for p in f.answer:
+            if p.style == "tail":
+                p.text = masking.mask_shown(p.text)
+            elif p.line or p.style not in ("text", "dim"):
+                p.text = masking.mask(p.text)
+        if f.title is not None:
+            f.title = masking.mask(f.title)
+        if f.status is not None:
+            f.status = masking.mask(f.status)
 
     # -- the answer ------------------------------------------------------------------------
     def _pull_answer(self, f: Frame) -> None:
@@ -179,7 +198,7 @@ class FrameSync:
                 if self._thinking:  # the answer proper starts on a line of its own
                     f.answer.append(Piece("", line=True))
                     self._thinking = False
-                f.answer.append(Piece("".join(turn.chunks[self.chunks :])))
+                f.answer.append(Piece(self._raw.feed("".join(turn.chunks[self.chunks :]))))
                 self.chunks = len(turn.chunks)
             return
         self.chunks = len(turn.chunks)
@@ -272,7 +291,8 @@ class FrameSync:
             if not self._thinking:
                 f.answer.append(Piece("thinking… ", "dim"))
                 self._thinking = True
-            f.answer.append(Piece("".join(turn.reasoning[self._reasoning :]), "dim"))
+            f.answer.append(Piece(self._thought.feed("".join(turn.reasoning[self._reasoning :])),
+                                  "dim"))
             self._reasoning = len(turn.reasoning)
         while self._retries < len(turn.retries):  # each one visible, where it happened
             r = turn.retries[self._retries]
@@ -315,6 +335,9 @@ class FrameSync:
         f.started = turn
 
     def _end(self, f: Frame, turn: Turn, *, superseded: bool) -> Ended:
+        for held, style in ((self._thought.end(), "dim"), (self._raw.end(), "text")):
+            if held:  # the stream ended: what was held as a key's possible start
+                f.answer.append(Piece(masking.mask(held), style))
         failure = None
         if turn.state == "interrupted":
             f.answer.append(Piece("■ interrupted", "dim", line=True))

@@ -71,6 +71,28 @@ def mask_tree(obj: object) -> object:
     return obj
 
 
+def held_back(text: str, secrets: Sequence[str]) -> int:
+    """How many characters at the end of `text` could be the start of a key (to hold back)."""
+    keep = 0
+    for s in secrets:  # the longest end of `text` that begins some key
+        for k in range(min(len(s) - 1, len(text)), keep, -1):
+            if text.endswith(s[:k]):
+                keep = k
+                break
+    return keep
+
+
+def mask_shown(text: str) -> str:
+    """`text` masked for a screen that redraws it whole as it grows (an answer's last line):
+    keys masked, and an end that could be the start of one left out until the rest comes."""
+    secrets = known()
+    if not secrets:
+        return text
+    out = mask(text, secrets)
+    keep = held_back(out, secrets)
+    return out[: len(out) - keep]
+
+
 class StreamMask:
     """Masks text that arrives in pieces: what `feed` returns never holds a key, nor the start
     of one whose rest may follow; `end` gives back what was held."""
@@ -85,12 +107,7 @@ class StreamMask:
             out, self._held = self._held + text, ""
             return out
         out = mask(self._held + text, secrets)
-        keep = 0
-        for s in secrets:  # the longest end of `out` that begins some key
-            for k in range(min(len(s) - 1, len(out)), keep, -1):
-                if out.endswith(s[:k]):
-                    keep = k
-                    break
+        keep = held_back(out, secrets)
         self._held = out[len(out) - keep:] if keep else ""
         return out[: len(out) - keep]
 
