@@ -169,9 +169,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("toggle_tree", "ctrl+t", "screen", "screen.toggle_tree", "Files", "show / hide the "
            "file tree (a narrow terminal hides it until you show it)", "Files", "Show / hide files",
            show=False, bar=1),  # the key bar lists it while the tree is hidden or narrow
-    Action("focus_diff", "ctrl+r", "screen", "screen.focus_diff", "Review", "go to the review (diff), "
-           "keeping the draft",
-           "App", "Focus diff", show=False),
+    # priority: the prompt's own Ctrl+D (delete right; Del does that too) must not win
+    Action("focus_diff", "ctrl+d,ctrl+r", "screen", "screen.focus_diff", "Review", "go to the "
+           "review (diff), keeping the draft", "App", "Focus diff", show=False, priority=True),
     Action("focus_queue", "ctrl+l", "screen", "screen.focus_queue", "Queue", "go to the queued "
            "follow-ups", "App", "Focus queue", when="queue", show=False),
     Action("raw", "w", "screen", "screen.toggle_raw", "Raw", "the conversation as the model wrote "

@@ -4,8 +4,9 @@ Attributes down, messages up. Each pane owns its behaviour (app/ui/panes/); the 
 them (typed getters), hands each frame's parts (a `Frame` from FrameSync, app/view/frames.py,
 taken at Textual's refresh tick) and each message to the pane that acts on it, and holds the
 core objects they share: the session and the LiveTree (git, the watcher, staging). Where keys
-go is decided here only: every focus move, the user's and the one the app still makes on
-its own when an answer ends (`_turn_ended`).
+go is decided here only, and only by the user (DESIGN rule 8): a focus move is always the
+answer to a key, a click or a palette entry, never to an answer starting or ending; when an
+answer ends the key bar and the conversation say what waits and which key goes there.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from textual.css.query import NoMatches
 from textual.events import DescendantFocus, Resize
 from textual.reactive import var
 from textual.widget import Widget
-from textual.widgets import Header
+from textual.widgets import Header, Input
 
 from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
@@ -48,7 +49,6 @@ from app.view.welcome import Row as WelcomeRow
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
 GC_AFTER = 0.5
-GUARD = 0.8  # after the focus moved to the review on its own, letters stay text this long
 NARROW, MEDIUM = 100, 140  # columns: below NARROW the tree starts folded, panes slimmer below MEDIUM
 AREAS = ((PromptInput, "prompt"), (DiffView, "diff"), (FileTree, "tree"), (QueueView, "queue"),
          (StreamView, "conversation"))  # where keys go, by the widget that has the focus
@@ -157,12 +157,14 @@ class MainScreen(FrameTickScreen):
             self.review.answer_started()
             self.refresh_bindings()
             self._render_queue()
-        for ended in f.ended:
+        for ended in f.ended:  # said, and nothing moves: the keys stay where the user put them
             if ended.turn is session.failed:  # before a word of it: nothing lost
                 self.composer.request_failed(ended.turn)
-                self._turn_ended(ended.superseded, None)
-            else:
-                self._turn_ended(ended.superseded, ended.failure)
+            elif ended.failure:
+                self.notify(ended.failure, title="The answer stopped", severity="error", timeout=8)
+        if f.ended:
+            self.refresh_bindings()
+            self._render_queue()
         if f.ended and not session.streaming:
             self.review.answer_over()
             self.set_timer(GC_AFTER, partial(self.gc.settled, lambda: self.session.streaming))
@@ -172,26 +174,10 @@ class MainScreen(FrameTickScreen):
             self.conversation.set_title(f.title)
         if f.status is not None:
             self.status.set(f.status)
+        if f.status is not None or f.started is not None or f.ended:
+            self._show_where()  # what waits in the review changed, or whether it streams
         if f.changed and self.on_frame is not None:
             self.on_frame()
-
-    def _turn_ended(self, superseded: bool, failure: str | None) -> None:
-        if failure:
-            self.notify(failure, title="The answer stopped", severity="error", timeout=8)
-        self.refresh_bindings()
-        self._render_queue()
-        if superseded:  # a redirect or a queued follow-up took over: keep the user where they are
-            return
-        turn, h = self.session.turn, self.review.first_open_hunk()
-        if turn is None or h is None or self.focus_area != "prompt":
-            return
-        if self.composer.writing:  # the review waits for them (Tab), keys stay in the prompt
-            self.review.say_waiting()
-            return
-        if turn.state in ("done", "interrupted"):  # the one focus move the app makes itself
-            self._to_review(guard=GUARD)
-            self.set_timer(GUARD + 0.01, self._show_where)
-            self.review.start_at(h)  # review starts at the top
 
     @on(Composer.QueueChanged)
     def _render_queue(self) -> None:
@@ -209,11 +195,19 @@ class MainScreen(FrameTickScreen):
             self.refresh_bindings()  # where keys go is part of what the key bar shows
 
     def _show_where(self) -> None:
-        """The key bar says where keys go (and that letters still type, while they do)."""
-        self.key_bar.set_where(self.focus_area, self.focus_area == "diff" and self.review.guarded)
+        """The key bar says where keys go, and, from the prompt, what waits in the review
+        and the key that goes there (Tab from an empty prompt; Tab on a draft would send it)."""
+        note = ""
+        if self._ready and self.focus_area == "prompt" and not self.session.streaming:
+            n = self.review.open_count()
+            if n:
+                key = actions.pretty_keys(self.key_names.get("focus_diff", ""), first=True)
+                key = "Tab" if not self.composer.prompt.value else key or "the palette"
+                note = f"{n} hunk{'s' if n != 1 else ''} to review: {key}"
+        self.key_bar.set_where(self.focus_area, note)
 
-    def _to_review(self, guard: float = 0.0) -> None:
-        self.review.guard(guard)  # 0: the user chose to review, their keys act at once
+    def _to_review(self) -> None:
+        self.review.enter()
         self.review.focus()
 
     def _back_to_work(self) -> None:
@@ -273,6 +267,10 @@ class MainScreen(FrameTickScreen):
     @on(SessionChanged)
     def _session_changed(self, event: SessionChanged) -> None:
         self.frame(force_status=event.force_status)
+
+    @on(Input.Changed, "#prompt")
+    def _prompt_changed(self) -> None:
+        self._show_where()  # Tab goes to the review from an empty prompt only
 
     @on(PromptInput.Review)
     def _prompt_review(self) -> None:

@@ -152,7 +152,20 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
         texts += figure_parts(turn, stop_hint="Esc to stop", user=user)
         if session is not None and session.fmt_reason and turn is session.turn:
             texts.append(f"format {session.fmt}: {session.fmt_reason}")
-    return StatusLine([Part(t, i) for i, t in enumerate(texts)])
+    parts = [Part(t, i) for i, t in enumerate(texts)]
+    waiting_note = to_review(session)
+    if waiting_note:  # after the state: what the user does next, kept on a narrow pane
+        parts.insert(min(2, len(parts)), Part(waiting_note, 1))
+    return StatusLine(parts)
+
+
+def to_review(session: Session | None) -> str:
+    """"3 hunks to review: Tab" once nothing streams and hunks wait: the answer ending says
+    what waits and the key to it, and moves nothing (DESIGN rule 8)."""
+    if session is None or session.streaming or session.pending is None:
+        return ""
+    n = sum(1 for h in session.pending.hunks if h.state in OPEN)
+    return f"{n} hunk{'s' if n != 1 else ''} to review: Tab" if n else ""
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:

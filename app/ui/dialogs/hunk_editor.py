@@ -4,6 +4,8 @@ written, Esc cancels. The title's path is outside text, shown through the bounda
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -43,11 +45,9 @@ class HunkEditor(ModalScreen[list[str] | None]):
             yield Label(to_text(f"Edit hunk #{self.hunk.id} in {self.hunk.path} — Ctrl+S accepts, "
                                 "Esc cancels", tabs=None), id="editor-title")
             area = TextArea("\n".join(self.hunk.new), id="editor-area", show_line_numbers=True)
-            if self.language:
-                try:
-                    area.language = self.language
-                except Exception:  # no tree-sitter grammar installed: plain text still edits
-                    pass
+            # tree-sitter without the file's grammar (tree_sitter_<name>) raises: plain text
+            if self.language and find_spec(f"tree_sitter_{self.language}") is not None:
+                area.language = self.language
             yield area
 
     def action_save(self) -> None:

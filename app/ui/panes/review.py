@@ -15,7 +15,6 @@ draws and keeps the cursor; the screen moves the focus.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal, Self
@@ -85,20 +84,11 @@ class ReviewPane(Vertical):
         self.diff.focus(scroll_visible)
         return self
 
-    def guard(self, seconds: float) -> None:
-        """For `seconds`, letters typed here are text (the review opened on its own)."""
-        self.diff.guard_until = time.monotonic() + seconds if seconds else 0.0
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The action table decides, with the screen's state (what is open, streaming...)."""
         return actions.available(action, self.state)
 
     # -- what the screen and the availability read ----------------------------------------
-    @property
-    def guarded(self) -> bool:
-        """Letters typed here are still text (the review opened on its own a moment ago)."""
-        return time.monotonic() < self.diff.guard_until
-
     @property
     def line_mode(self) -> bool:
         return self.diff.line_mode
@@ -117,6 +107,11 @@ class ReviewPane(Vertical):
     def can_undo(self) -> bool:
         review = self.session.review
         return self._can_undo or (review is not None and review.can_undo)
+
+    def open_count(self) -> int:
+        """Hunks waiting for a decision (the key bar says so from the prompt)."""
+        pending = self.session.pending
+        return 0 if pending is None else sum(1 for h in pending.hunks if h.state in OPEN)
 
     def first_open_hunk(self) -> Hunk | None:
         pending = self.session.pending
@@ -173,10 +168,11 @@ class ReviewPane(Vertical):
             else:
                 diff.refresh_rows()
 
-    def start_at(self, h: Hunk) -> None:
-        """The review opened on its own: at the top, unless the user already chose a hunk."""
-        cur = self.diff.hunk
-        if self.follow or cur is None or cur.state not in OPEN:
+    def enter(self) -> None:
+        """The user came to review an answer that is over: at its first open hunk, unless
+        they already chose one (while it streams the view stays where it is)."""
+        h, cur = self.first_open_hunk(), self.diff.hunk
+        if not self.session.streaming and h is not None and (self.follow or cur is None):
             self.select(h.path, h.id)
 
     def show_hunks(self, ids: list[int]) -> bool:
@@ -189,12 +185,6 @@ class ReviewPane(Vertical):
         self.view = "pending"
         self.select(h.path, h.id)
         return True
-
-    def say_waiting(self) -> None:
-        """The answer ended while the user writes: the review waits for them (Tab)."""
-        pending = self.session.pending
-        n = sum(1 for h in pending.hunks if h.state in OPEN) if pending is not None else 0
-        self.notify(f"The answer is in: {n} hunk{'s' if n != 1 else ''} to review (Tab).", timeout=4)
 
     def synced(self, update: SyncUpdate) -> None:
         """The disk or git changed: say what it did to the hunks; a git view is fetched again."""

@@ -10,7 +10,6 @@ obey, tabs expanded), which costs a clean line one regex search.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -119,7 +118,6 @@ class DiffView(ScrollView, can_focus=True):
         self._unlit: list[str] = []  # lines drawn plain this frame: their colours are coming
         self._lighting = 0  # highlight workers running
         self.following = False  # the view follows a streaming hunk
-        self.guard_until = 0.0  # monotonic time until which letters are text, not review keys
         self.hscroll = 0  # columns of code scrolled off to the left (long lines)
 
     # -- model -----------------------------------------------------------------------------
@@ -338,11 +336,10 @@ class DiffView(ScrollView, can_focus=True):
     def on_key(self, event: events.Key) -> None:
         """Typing in the review starts a message, unless the key is one of the review's
         own (bound here or on the screen, enabled or not: a review key never becomes text).
-        Just after the screen moved the focus here on its own, every letter is still text:
-        the user may be mid-sentence and has not seen the review open."""
+        No clock is read: the review has the keys only because the user gave them to it."""
         if not (event.is_printable and event.character):
             return
-        if time.monotonic() < self.guard_until or event.key not in self.screen.active_bindings:
+        if event.key not in self.screen.active_bindings:
             event.stop()
             event.prevent_default()
             self.post_message(self.StartMessage(event.character))

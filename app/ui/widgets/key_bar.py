@@ -26,7 +26,6 @@ WHERE = {  # the bar's first word: where the next key goes (the screen's focus a
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
     "conversation": "≡ conversation",  # (not ☰: Unicode 16 made it 2 cells, older terminals draw 1)
 }
-GUARDED = "◆ review opened · letters still type for a moment"
 
 
 class KeyBar(Widget):
@@ -37,6 +36,7 @@ class KeyBar(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.where = ""
+        self.note = ""  # what waits elsewhere and its key ("3 hunks to review: Tab")
         self.also: frozenset[str] = frozenset()  # action ids shown though the table hides them
         self._text = Text()
         self._spots: list[tuple[int, int, DOMNode, str]] = []  # x1, x2, namespace, action
@@ -49,12 +49,11 @@ class KeyBar(Widget):
     def on_resize(self) -> None:
         self.update()
 
-    def set_where(self, area: str, guarded: bool = False) -> None:
-        """Where keys go (a key of WHERE); `guarded`: the review opened on its own and
-        letters still type for a moment."""
-        where = GUARDED if guarded else WHERE[area]
-        if where != self.where:
-            self.where = where
+    def set_where(self, area: str, note: str = "") -> None:
+        """Where keys go (a key of WHERE), and what waits elsewhere, with its key (`note`)."""
+        where = WHERE[area]
+        if (where, note) != (self.where, self.note):
+            self.where, self.note = where, note
             self.update()
 
     def set_also(self, ids: frozenset[str]) -> None:
@@ -85,11 +84,16 @@ class KeyBar(Widget):
             _key, node, b = palette
             entries.append(_Entry(self.app.get_key_display(b), "palette", node, b.action, 1))
         head = f" {self.where} " if self.where else ""
-        entries = fit(entries, self.size.width - (cell_len(head) + 1 if head else 0))
+        note = f" {self.note} " if self.note else ""
+        room = self.size.width - (cell_len(head) + 1 if head else 0) - (cell_len(note) + 1 if note else 0)
+        entries = fit(entries, max(1, room) if self.size.width else 0)
         text = Text(no_wrap=True, overflow="crop")
         spots = []
         if head:
             text.append(head, f"bold reverse {theme.primary}")
+            text.append(" ")
+        if note:
+            text.append(note, f"bold {theme.warning or key_style}")
             text.append(" ")
         for i, e in enumerate(entries):
             start = len(text)
