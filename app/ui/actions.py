@@ -43,6 +43,8 @@ class State(Protocol):
     def any_refused(self) -> bool: ...  # edits of the last answer could not be applied
     @property
     def failed(self) -> bool: ...  # the last request failed before any answer: it can be resent
+    @property
+    def asking(self) -> bool: ...  # an agent waits for an answer to a permission request
 
 
 WHEN: dict[str, Callable[[State], bool]] = {
@@ -57,6 +59,7 @@ WHEN: dict[str, Callable[[State], bool]] = {
     "git": lambda s: s.in_git,
     "refused": lambda s: s.any_refused,
     "failed": lambda s: s.failed,
+    "asking": lambda s: s.asking,
 }
 
 
@@ -156,6 +159,11 @@ ACTIONS: tuple[Action, ...] = (
     # anywhere
     Action("interrupt", "escape", "screen", "screen.interrupt", "Stop", "stop the model now",
            "App", "Interrupt", when="streaming", bar=1),
+    # priority: it answers from the prompt too (the dialog never opens by itself: rule 8)
+    Action("answer_agent", "ctrl+g", "screen", "screen.answer_agent", "Answer the agent", "an "
+           "agent asks before it runs a command: its question (y allows once, a always for the "
+           "session, n or Esc refuses, or an option's number)", "App", "Answer the agent",
+           when="asking", priority=True, bar=1),
     Action("retry_request", "f5", "screen", "screen.retry_request", "Retry", "send the "
            "request that failed again, as a new request (it failed before any answer: a refused "
            "key, a rate limit, a server error, no connection)", "App", "Retry the failed request",
@@ -211,6 +219,11 @@ def pretty_keys(keys: str, first: bool = False) -> str:
         else:
             out.append(_KEY_NAMES.get(k, k.upper() if k.startswith("f") and k[1:].isdigit() else k))
     return out[0] if first and out else ", ".join(out)
+
+
+def key_of(names: dict[str, str], action: str) -> str:
+    """The first key bound to `action` now, as shown ("Ctrl+D"); "the palette" if none."""
+    return pretty_keys(names.get(action, ""), first=True) or "the palette"
 
 
 def bindings(scope: Scope) -> list[BindingType]:

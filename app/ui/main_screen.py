@@ -45,6 +45,7 @@ from app.ui.widgets.queue_view import QueueView
 from app.ui.widgets.stream_view import StreamView
 from app.view.frames import Frame, FrameSync
 from app.view.outside_text import name
+from app.view.status import waiting_note
 from app.view.welcome import Row as WelcomeRow
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
@@ -168,8 +169,9 @@ class MainScreen(FrameTickScreen):
         if f.ended and not session.streaming:
             self.review.answer_over()
             self.set_timer(GC_AFTER, partial(self.gc.settled, lambda: self.session.streaming))
-        for req in f.permissions:
-            self.conversation.ask_permission(req)
+        if f.permissions:  # said in the key bar; the user opens the question (rule 8)
+            self.refresh_bindings()
+            self._show_where()
         if f.title is not None:
             self.conversation.set_title(f.title)
         if f.status is not None:
@@ -195,16 +197,12 @@ class MainScreen(FrameTickScreen):
             self.refresh_bindings()  # where keys go is part of what the key bar shows
 
     def _show_where(self) -> None:
-        """The key bar says where keys go, and, from the prompt, what waits in the review
-        and the key that goes there (Tab from an empty prompt; Tab on a draft would send it)."""
-        note = ""
-        if self._ready and self.focus_area == "prompt" and not self.session.streaming:
-            n = self.review.open_count()
-            if n:
-                key = actions.pretty_keys(self.key_names.get("focus_diff", ""), first=True)
-                key = "Tab" if not self.composer.prompt.value else key or "the palette"
-                note = f"{n} hunk{'s' if n != 1 else ''} to review: {key}"
-        self.key_bar.set_where(self.focus_area, note)
+        """The key bar says where keys go, and what waits elsewhere with its key."""
+        if self._ready:
+            key = partial(actions.key_of, self.key_names)
+            self.key_bar.set_where(self.focus_area, waiting_note(
+                self.session, self.focus_area == "prompt", bool(self.composer.prompt.value),
+                key("answer_agent"), key("focus_diff")))
 
     def _to_review(self) -> None:
         self.review.enter()
@@ -267,6 +265,8 @@ class MainScreen(FrameTickScreen):
     @on(SessionChanged)
     def _session_changed(self, event: SessionChanged) -> None:
         self.frame(force_status=event.force_status)
+        self._show_where()
+        self.refresh_bindings()
 
     @on(Input.Changed, "#prompt")
     def _prompt_changed(self) -> None:
@@ -339,6 +339,10 @@ class MainScreen(FrameTickScreen):
             self.composer.finish_editing(None)
         elif not self.review.leave_line_mode() and self.focus_area in ("tree", "queue", "conversation"):
             self._back_to_work()
+
+    def action_answer_agent(self) -> None:
+        if self.conversation.answer_permission():
+            self.refresh_bindings()
 
     def action_retry_request(self) -> None:
         self.composer.retry_failed()

@@ -153,19 +153,25 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
         if session is not None and session.fmt_reason and turn is session.turn:
             texts.append(f"format {session.fmt}: {session.fmt_reason}")
     parts = [Part(t, i) for i, t in enumerate(texts)]
-    waiting_note = to_review(session)
-    if waiting_note:  # after the state: what the user does next, kept on a narrow pane
-        parts.insert(min(2, len(parts)), Part(waiting_note, 1))
+    note = waiting_note(session, True, False, "Ctrl+G", "Ctrl+D") if session is not None else ""
+    if note:  # after the state: what the user does next, kept on a narrow pane
+        parts.insert(min(2, len(parts)), Part(note, 1))
     return StatusLine(parts)
 
 
-def to_review(session: Session | None) -> str:
-    """"3 hunks to review: Tab" once nothing streams and hunks wait: the answer ending says
-    what waits and the key to it, and moves nothing (DESIGN rule 8)."""
-    if session is None or session.streaming or session.pending is None:
+def waiting_note(session: Session, typing: bool, draft: bool, answer_key: str,
+                 review_key: str) -> str:
+    """What waits for the user and the key to it, said instead of moving the keys there
+    (DESIGN rule 8): an agent's question ("the agent asks: Ctrl+G"), or once nothing streams,
+    the open hunks, told to someone `typing` in the prompt ("3 hunks to review: Tab"; with
+    a `draft` Tab would send it, so the review's own key)."""
+    if session.agent.permissions:
+        return f"the agent asks: {answer_key}"
+    if not typing or session.streaming or session.pending is None:
         return ""
     n = sum(1 for h in session.pending.hunks if h.state in OPEN)
-    return f"{n} hunk{'s' if n != 1 else ''} to review: Tab" if n else ""
+    key = review_key if draft else "Tab"
+    return f"{n} hunk{'s' if n != 1 else ''} to review: {key}" if n else ""
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:

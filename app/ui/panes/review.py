@@ -108,11 +108,6 @@ class ReviewPane(Vertical):
         review = self.session.review
         return self._can_undo or (review is not None and review.can_undo)
 
-    def open_count(self) -> int:
-        """Hunks waiting for a decision (the key bar says so from the prompt)."""
-        pending = self.session.pending
-        return 0 if pending is None else sum(1 for h in pending.hunks if h.state in OPEN)
-
     def first_open_hunk(self) -> Hunk | None:
         pending = self.session.pending
         return None if pending is None else next((h for h in pending.hunks if h.state in OPEN), None)
