@@ -19,12 +19,14 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
+from rich.text import Text
 from textual import getters, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widgets import Static
 
-from app.core.conversation.review import AcceptPlan, Outcome
+from app.core.conversation.review import AcceptPlan, Outcome, pick_lines
 from app.core.conversation.session import Session
 from app.core.disk.editor import edit_lines, editor_command
 from app.core.disk.journal import UndoRefused
@@ -33,6 +35,7 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.git.live_tree import LiveTree
 from app.core.git.sync import SyncUpdate
+from app.core.text import parses
 from app.core.text.invisible import found
 from app.ui import actions
 from app.ui.compat import alive
@@ -43,17 +46,27 @@ from app.ui.messages import SessionChanged
 from app.ui.widgets.diff_view import DiffView
 from app.ui.widgets.line import Line
 from app.view import gitdiff
+from app.view.outside_text import to_text
 from app.view.status import Part, StatusLine
 
 View = Literal["pending", "head", "index"]
 HEADS = {"pending": "Pending diff", "head": "Working tree vs HEAD", "index": "Staged (index vs HEAD)"}
 
 
+PREVIEW_LINES = 6  # line mode's preview of what y writes: this many lines, then a count
+
+
 class ReviewPane(Vertical):
     BINDINGS = actions.bindings("review")
+    DEFAULT_CSS = """
+    ReviewPane > #line-preview { height: auto; max-height: 9; background: $panel;
+                                 padding: 0 1; display: none; }
+    ReviewPane > #line-preview.-shown { display: block; }
+    """
 
     diff = getters.query_one(DiffView)
     heading = getters.query_one("#diff-title", Line)
+    preview = getters.query_one("#line-preview", Static)
 
     @dataclass
     class Reveal(Message):
@@ -76,6 +89,7 @@ class ReviewPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Line(HEADS["pending"], id="diff-title", classes="pane-title")
         yield DiffView(id="diff")
+        yield Static(id="line-preview")
 
     def on_mount(self) -> None:
         self.run_worker(self._recover(), group="recover")
@@ -221,13 +235,50 @@ class ReviewPane(Vertical):
         diff = self.diff
         # a narrow pane drops whole parts: the view's name first, the file last
         parts = [Part(HEADS[self.view], 2)] + ([Part(self.selected, 0)] if self.selected else [])
+        broken = self._render_preview()
         if diff.line_mode:
+            if broken:
+                parts.append(Part("⚠ the picked lines do not parse", 0))
             parts.append(Part("LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves", 1))
         elif diff.side_by_side:
             parts.append(Part("side by side", 3))
         if self._elsewhere:
             parts.append(Part(self._elsewhere, 1))
         self.heading.set(StatusLine(parts))
+
+    def line_result(self) -> tuple[Hunk, list[str], str] | None:
+        """Line mode: the hunk, the lines y would write in its place, and why the file
+        would no longer parse ("" when it would, or steer cannot tell)."""
+        diff, h = self.diff, self.diff.hunk
+        if not diff.line_mode or h is None or diff.fd is None:
+            return None
+        lines = pick_lines(h, diff.picked or {diff.line_cursor})
+        before, shift = diff.fd.expected()
+        start = h.base_start + shift(h.base_start)
+        after = before[:start] + lines + before[start + h.base_end - h.base_start:]
+        return h, lines, parses.breaks(h.path, before, after)
+
+    def _render_preview(self) -> str:
+        """Under the diff in line mode: what y writes, and a flag when it breaks the file."""
+        result = self.line_result()
+        self.preview.set_class(result is not None, "-shown")
+        if result is None:
+            return ""
+        h, lines, broken = result
+        text = Text(f"y writes in place of hunk #{h.id}'s {len(h.old)} line(s):\n", style="bold")
+        for line in lines[:PREVIEW_LINES]:
+            text.append_text(to_text(f"  {line}\n"))
+        if len(lines) > PREVIEW_LINES:
+            text.append(f"  … {len(lines) - PREVIEW_LINES} more\n", style="dim")
+        if not lines:
+            text.append("  (nothing: the lines go)\n", style="dim")
+        if broken:
+            text.append(f"⚠ {h.path} would no longer parse: ",
+                        style=f"bold {self.app.current_theme.warning or 'yellow'}")
+            text.append_text(to_text(broken))
+        text.rstrip()
+        self.preview.update(text)
+        return broken
 
     @on(DiffView.LeaveFile)
     def _leave_file(self, event: DiffView.LeaveFile) -> None:
@@ -279,12 +330,18 @@ class ReviewPane(Vertical):
         if h.state not in OPEN:
             self.notify(f"hunk #{h.id} is {h.state.value}", timeout=2)
             return
+        broken = ""
         if diff.line_mode:
+            result = self.line_result()
+            broken = result[2] if result is not None else ""
             plan = review.plan_lines(h.id, diff.picked or {diff.line_cursor})
             diff.line_mode = False
         else:
             plan = review.plan_hunks([h.id])
         out = await self._carry_out(plan)
+        if out is not None and out.accepted and broken:
+            self.notify(f"⚠ {h.path} no longer parses ({broken}): u undoes", severity="warning",
+                        timeout=10)
         if out is not None and out.accepted:
             self._advance()  # on to the next one; a refused accept stays where the user looks
 

@@ -217,6 +217,7 @@ class DiffView(ScrollView, can_focus=True):
                 self.line_cursor = max(0, min(n - 1, self.line_cursor + step))
                 self.refresh()
                 self._scroll_to_line()
+                self.post_message(self.ModeChanged())  # what y would write changed
             return
         if not hunks:
             self.post_message(self.LeaveFile(step))
@@ -349,6 +350,7 @@ class DiffView(ScrollView, can_focus=True):
             self.picked ^= {self.line_cursor}
             self._move(1)
             self.refresh()
+            self.post_message(self.ModeChanged())
 
     def toggle_side_by_side(self) -> None:
         self.side_by_side = not self.side_by_side
