@@ -44,6 +44,7 @@ from app.ui.dialogs.hunk_editor import HunkEditor
 from app.ui.dialogs.reject_reason import RejectReason
 from app.ui.messages import SessionChanged
 from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.file_tree import FileTree
 from app.ui.widgets.line import Line
 from app.view import gitdiff
 from app.view.outside_text import to_text
@@ -123,8 +124,12 @@ class ReviewPane(Vertical):
         return self._can_undo or (review is not None and review.can_undo)
 
     def first_open_hunk(self) -> Hunk | None:
+        """The first open hunk in the tree's order of files (where the review starts)."""
         pending = self.session.pending
-        return None if pending is None else next((h for h in pending.hunks if h.state in OPEN), None)
+        if pending is None:
+            return None
+        return next((h for p in sorted(pending.files, key=FileTree.order)
+                     for h in pending.files[p].hunks if h.state in OPEN), None)
 
     # -- what the screen hands down, frame by frame ----------------------------------------
     def new_change_set(self) -> None:
@@ -285,7 +290,7 @@ class ReviewPane(Vertical):
         pending = self.session.pending
         if pending is None:
             return
-        paths = [p for p, fd in pending.files.items() if fd.hunks]
+        paths = sorted((p for p, fd in pending.files.items() if fd.hunks), key=FileTree.order)
         if not paths:
             return
         i = paths.index(self.selected) if self.selected in paths else -1
@@ -494,8 +499,9 @@ class ReviewPane(Vertical):
         return out
 
     def _advance(self) -> None:
-        """After a decision, move to the next open hunk (in this file, then the next)."""
-        diff = self.diff
+        """After a decision, on to the next open hunk: in this file (after the cursor, then
+        before it), else the next file in the tree's order with one (wrapping around)."""
+        diff, pending = self.diff, self.session.pending
         diff.refresh_rows()  # the decision as it looks now (its frame comes after)
         hunks, cur = diff.hunks, diff.hunk
         if cur is not None and cur in hunks:
@@ -504,9 +510,15 @@ class ReviewPane(Vertical):
             if nxt is not None:
                 diff.select(nxt.id)
                 return
-        h = self.first_open_hunk()
-        if h is not None:
-            self.select(h.path, h.id)
+        if pending is not None:
+            paths = sorted(pending.files, key=FileTree.order)
+            at = paths.index(self.selected) + 1 if self.selected in paths else 0
+            for path in paths[at:] + paths[:at]:
+                h = next((h for h in pending.files[path].hunks if h.state in OPEN), None)
+                if h is not None:
+                    self.select(path, h.id)
+                    self.post_message(self.Reveal(path))
+                    return
         diff.refresh()
 
     async def check_undo(self) -> None:
