@@ -170,7 +170,6 @@ class MainScreen(FrameTickScreen):
             self.review.answer_over()
             self.set_timer(GC_AFTER, partial(self.gc.settled, lambda: self.session.streaming))
         if f.permissions:  # said in the key bar; the user opens the question (rule 8)
-            self.refresh_bindings()
             self._show_where()
         if f.title is not None:
             self.conversation.set_title(f.title)
@@ -192,13 +191,13 @@ class MainScreen(FrameTickScreen):
             self.focus_area = area
 
     def watch_focus_area(self) -> None:
-        if self._ready:
-            self._show_where()
-            self.refresh_bindings()  # where keys go is part of what the key bar shows
+        self._show_where()
 
     def _show_where(self) -> None:
-        """The key bar says where keys go, and what waits elsewhere with its key."""
+        """The key bar says where keys go, what waits elsewhere with its key, and the keys
+        that do something now."""
         if self._ready:
+            self.refresh_bindings()
             key = partial(actions.key_of, self.key_names)
             self.key_bar.set_where(self.focus_area, waiting_note(
                 self.session, self.focus_area == "prompt", bool(self.composer.prompt.value),
@@ -214,6 +213,7 @@ class MainScreen(FrameTickScreen):
     def action_focus_prompt(self) -> None:
         self.composer.focus()
 
+    @on(PromptInput.Review)  # Tab from an empty prompt
     def action_focus_diff(self) -> None:
         self._to_review()
 
@@ -266,15 +266,10 @@ class MainScreen(FrameTickScreen):
     def _session_changed(self, event: SessionChanged) -> None:
         self.frame(force_status=event.force_status)
         self._show_where()
-        self.refresh_bindings()
 
     @on(Input.Changed, "#prompt")
     def _prompt_changed(self) -> None:
         self._show_where()  # Tab goes to the review from an empty prompt only
-
-    @on(PromptInput.Review)
-    def _prompt_review(self) -> None:
-        self._to_review()
 
     @on(DiffView.StartMessage)
     def _start_message(self, event: DiffView.StartMessage) -> None:
@@ -306,6 +301,10 @@ class MainScreen(FrameTickScreen):
     @on(FilesPane.Chosen)
     def _file_chosen(self, event: FilesPane.Chosen) -> None:
         self.review.select(event.path, None)
+
+    @on(ReviewPane.UndoChanged)
+    def _undo_changed(self, event: ReviewPane.UndoChanged) -> None:
+        self.key_bar.set_label("undo", f"Undo {name(event.label)}" if event.label else "")
 
     @on(ReviewPane.Reveal)
     def _reveal(self, event: ReviewPane.Reveal) -> None:

@@ -15,6 +15,7 @@ draws and keeps the cursor; the screen moves the focus.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal, Self
@@ -68,6 +69,12 @@ class ReviewPane(Vertical):
     diff = getters.query_one(DiffView)
     heading = getters.query_one("#diff-title", Line)
     preview = getters.query_one("#line-preview", Static)
+
+    @dataclass
+    class UndoChanged(Message):
+        """What u would undo now ("" nothing): the key bar names it."""
+
+        label: str
 
     @dataclass
     class Reveal(Message):
@@ -495,6 +502,7 @@ class ReviewPane(Vertical):
         if out.accepted:
             self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
             self._can_undo = True
+            self.run_worker(self.check_undo(), group="undo", exclusive=True)
         self.post_message(SessionChanged())
         return out
 
@@ -522,9 +530,24 @@ class ReviewPane(Vertical):
         diff.refresh()
 
     async def check_undo(self) -> None:
-        self._can_undo = await self.session.journal_undoable()
+        """Whether u can undo, and what it would undo (the key bar says it before the key)."""
+        session = self.session
+
+        def next_undo() -> str:  # the journal is read in a thread (core's own objects)
+            review = session.review
+            if review is not None and review.can_undo:
+                return review.undo_entry().label
+            entry = session.journal.last_undoable()
+            return entry.label if entry is not None else ""
+
+        try:
+            label = await asyncio.to_thread(next_undo)
+        except (UndoRefused, OSError):
+            label = ""
+        self._can_undo = bool(label)
         if alive(self):
             self.refresh_bindings()
+            self.post_message(self.UndoChanged(label))
 
     async def _recover(self) -> None:
         """An accept or undo a crash left half-done is completed before anything else."""

@@ -28,6 +28,9 @@ WHERE = {  # the bar's first word: where the next key goes (the screen's focus a
 }
 
 
+LABEL_MAX = 40  # a label the screen sets (a path in it) is cut here
+
+
 class KeyBar(Widget):
     DEFAULT_CSS = """
     KeyBar { height: 1; width: 1fr; background: $panel; color: $text-muted; }
@@ -38,6 +41,7 @@ class KeyBar(Widget):
         self.where = ""
         self.note = ""  # what waits elsewhere and its key ("3 hunks to review: Tab")
         self.also: frozenset[str] = frozenset()  # action ids shown though the table hides them
+        self.labels: dict[str, str] = {}  # action id -> its label now ("Undo lines of #3")
         self._text = Text()
         self._spots: list[tuple[int, int, DOMNode, str]] = []  # x1, x2, namespace, action
 
@@ -62,6 +66,13 @@ class KeyBar(Widget):
             self.also = ids
             self.update()
 
+    def set_label(self, action_id: str, label: str) -> None:
+        """Say more than the table's label for an action, now ("" goes back to it)."""
+        label = label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "…"
+        if self.labels.get(action_id, "") != label:
+            self.labels[action_id] = label
+            self.update()
+
     def update(self, force: bool = False) -> None:
         theme = self.app.current_theme
         key_style = f"bold {theme.accent or theme.primary}"
@@ -77,7 +88,8 @@ class KeyBar(Widget):
             # one key per action: a letter reads better than its arrow or named twin
             if other is None or (len(key) == 1 < len(other[0])):
                 shown[binding.action] = (key, node, binding)
-        entries = [_Entry(self.app.get_key_display(b), b.description, node, action,
+        entries = [_Entry(self.app.get_key_display(b), self.labels.get(b.id or "") or b.description,
+                          node, action,
                           BY_ID[b.id].bar if b.id in BY_ID else 2)
                    for action, (_key, node, b) in shown.items()]
         if palette is not None:
