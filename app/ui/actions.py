@@ -116,14 +116,15 @@ ACTIONS: tuple[Action, ...] = (
            "every file", "Review", "Accept all", when="any_open"),
     Action("reject_all", "", "review", "reject_all", "Reject all", "reject every open hunk of "
            "every file", "Review", "Reject all", when="any_open"),
-    Action("line_mode", "v", "review", "line_mode", "Lines", "line mode: pick single lines of the hunk",
+    Action("line_mode", "v", "review", "line_mode", "Lines", "line mode: pick single lines of the "
+           "hunk; under the diff, what y writes (⚠ when the file would no longer parse)",
            "Review", "Line mode", when="hunk_open", bar=3),
     Action("pick_line", "space", "review", "pick_line", "Pick", "in line mode: pick / unpick the line",
            "Review", show=False),
     Action("edit_hunk", "e", "review", "edit_hunk", "Edit", "edit the hunk ($EDITOR, or inline) "
            "and accept the result", "Review", "Edit hunk", when="hunk_open"),
     Action("undo", "u", "review", "undo", "Undo", "undo the last accept (journaled; works "
-           "without git)", "Review", "Undo last accept", when="can_undo"),
+           "without git); the key bar names it first", "Review", "Undo last accept", when="can_undo"),
     Action("side_by_side", "s", "review", "side_by_side", "Split", "unified / side-by-side view",
            "Review", "Side-by-side", show=False),
     Action("first_hunk", "g", "diff", "first_hunk", "First", "first hunk", "Review", show=False),
@@ -146,7 +147,8 @@ ACTIONS: tuple[Action, ...] = (
            "git add -p; your other changes stay unstaged)", "Git", "Stage accepted hunks",
            when="accepted", bar=3),
     Action("commit", "C", "review", "commit", "Commit", "commit what is staged: type a message "
-           "or let the model propose one", "Git", "Commit", when="git", bar=3),
+           "(Enter commits one line, Ctrl+J adds a line, Ctrl+S commits several) or let the "
+           "model propose one (Ctrl+G)", "Git", "Commit", when="git", bar=3),
     # files and queue
     Action("toggle_context", "c", "tree", "toggle_context", "Context ±", "add / remove the file from "
            "the model's context", "Files"),
