@@ -98,8 +98,7 @@ def test_hostile_repository_model_and_prose_in_a_real_terminal(hostile, tmp_path
             for n in (TITLE_NAME, RED_NAME, "bidi \u202eevil.py", "f\x0cf.txt", "c\rr.txt",
                       "b\x08s.txt", "d\x7fl.txt", "zw\u200bsp.txt", "\ufeffbom.txt"):
                 assert name(n) in plain, n
-            # (the review starts at the tree's first file with a hunk: app/[slug]/page.tsx, #2)
-            for piece in ("a\\x1b]2;PWNED\\x07b", "\\u202eevil\\u202c", "· done ·", "#2 pending",
+            for piece in ("a\\x1b]2;PWNED\\x07b", "\\u202eevil\\u202c", "· done ·", "#1 pending",
                           f"✎ {SLUG}", "漢字テスト", "t\\x1b]2;X\\x07 [slug] ["):
                 assert piece in plain, piece
         assert "Context: ◆ t\\x1b]2" in plain  # the first context file, even at 20 columns

@@ -38,8 +38,9 @@ async def test_after_a_files_last_hunk_the_cursor_goes_to_the_next_file_in_tree_
                 await until(pilot, lambda p=path: app.session.pending.files[p].hunks[0].state
                             == HunkState.ACCEPTED)
                 await pilot.pause(0.05)
-            # the tree lists pkg/ first (folders first), then alpha.py, then zeta.py
-            assert seen == ["pkg/mid.py", "alpha.py", "zeta.py"], seen
+            # the review starts at the answer's first (zeta.py); then the tree's order, which
+            # lists pkg/ first (folders first), then alpha.py: past zeta.py it wraps around
+            assert seen == ["zeta.py", "pkg/mid.py", "alpha.py"], seen
             assert (root / "zeta.py").read_text() == "z = 2\n"
 
 

@@ -131,12 +131,9 @@ class ReviewPane(Vertical):
         return self._can_undo or (review is not None and review.can_undo)
 
     def first_open_hunk(self) -> Hunk | None:
-        """The first open hunk in the tree's order of files (where the review starts)."""
+        """The answer's first open hunk (where the review starts)."""
         pending = self.session.pending
-        if pending is None:
-            return None
-        return next((h for p in sorted(pending.files, key=FileTree.order)
-                     for h in pending.files[p].hunks if h.state in OPEN), None)
+        return None if pending is None else next((h for h in pending.hunks if h.state in OPEN), None)
 
     # -- what the screen hands down, frame by frame ----------------------------------------
     def new_change_set(self) -> None:
