@@ -59,6 +59,14 @@ def type_like_a_person(tmux: Tmux, text: str, rng: random.Random) -> None:
         time.sleep(rng.uniform(0.08, 0.15))
 
 
+def shown(tmux: Tmux, text: str, timeout: float = 10.0) -> None:
+    """Until the prompt holds exactly `text` (its last key's frame drawn)."""
+    deadline = time.monotonic() + timeout
+    while (line := prompt_line(tmux.screen())) != text:
+        assert time.monotonic() < deadline, f"the prompt holds {line!r}, not {text!r}"
+        time.sleep(0.05)
+
+
 def prompt_line(screen: str) -> str:
     """The prompt's text row (the row under the context line, between its borders; a toast
     may cover its right end, from its own border ▌ on)."""
@@ -82,15 +90,17 @@ def test_sentences_typed_around_an_answer_stay_text(demo, slow_served, tmp_path,
     try:
         tmux.wait_for("Ask for a change", "calc.py")
         for round_, sentence in enumerate(sentences):
-            tmux.keys(f"round {round_}")
+            type_like_a_person(tmux, f"round {round_}", rng)  # the next instruction, by hand too
+            shown(tmux, f"round {round_}")
             tmux.keys("Enter")
-            tmux.wait_for("streaming ·", timeout=20)
+            tmux.wait_for(f" round {round_}\n", timeout=20)  # sent (shown as "› [follow-up] round N")
+            ended = (f"#{3 * round_ + 3} pending", "· done ·")  # each answer: 3 new hunks
             if round_ % 2 == 0:  # while it streams (the typing often runs past its end)
                 time.sleep(rng.uniform(0.0, 2.0))
                 type_like_a_person(tmux, sentence, rng)
-                tmux.wait_for("· done ·", timeout=30)
+                tmux.wait_for(*ended, timeout=30)
             else:  # a moment after it ended: the user read it and starts the next sentence
-                tmux.wait_for("· done ·", timeout=30)
+                tmux.wait_for(*ended, timeout=30)
                 time.sleep(rng.uniform(0.0, 6.0))
                 type_like_a_person(tmux, sentence, rng)
             time.sleep(0.4)  # the last key's frame
