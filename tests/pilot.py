@@ -53,12 +53,15 @@ class Rig:
 
 
 async def reviewing(pilot) -> None:
-    """The answer is done and the review has the keys: focus moved there, and the moment
-    in which letters still go to the prompt (the user may not have seen it open) is over."""
+    """The answer is done and the user goes to the review, as a user does (the app never
+    moves the focus itself): Tab from an empty prompt, Ctrl+D from a draft."""
     app = pilot.app
     diff = app.query_one(DiffView)
-    await until(pilot, lambda: app.session.turn.state == "done" and app.focused is diff
-                and time.monotonic() >= diff.guard_until)
+    await until(pilot, lambda: app.session.turn.state == "done")
+    if app.focused is not diff:
+        prompt = app.query_one(PromptInput)
+        await pilot.press("tab" if app.focused is prompt and not prompt.value else "ctrl+d")
+    await until(pilot, lambda: app.focused is diff)
 
 
 async def ask(pilot, text: str) -> None:

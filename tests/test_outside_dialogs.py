@@ -56,6 +56,8 @@ async def test_an_agents_titles_and_options_are_shown_never_obeyed(tmp_path, age
     app = SteerApp(repo, AcpAgent(cmd, str(repo)), watch_files=False, blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot, "look")
+        await until(pilot, lambda: app.session.agent.permissions, timeout=30)
+        await pilot.press("ctrl+g")  # the user opens the agent's question
         await until(pilot, lambda: isinstance(app.screen, PermissionScreen)
                     and app.screen.query("#permission-title"), timeout=30)
         dialog = app.screen

@@ -5,7 +5,6 @@ speed."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 
@@ -42,24 +41,49 @@ async def test_typing_while_an_answer_ends_keeps_every_letter_in_the_prompt(demo
             assert disk(demo) == CALC
 
 
-async def test_letters_just_after_the_review_opened_are_text_not_decisions(demo):
+async def test_an_answer_ending_moves_no_key_and_tab_then_y_accepts_exactly_one_hunk(demo):
     async with Rig(demo, CALC_ANSWER) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
-            diff = app.query_one(DiffView)
-            await ask(pilot, "add type hints")
-            await until(pilot, lambda: app.session.turn.state == "done" and app.focused is diff)
-            assert time.monotonic() < diff.guard_until  # the review just opened by itself
-            assert "letters still type" in app.query_one("#keys").plain  # and says so
-            await pilot.press("y", "e", "s")
             prompt = app.query_one(PromptInput)
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.turn.state == "done")
+            await pilot.pause(0.3)
+            assert app.focused is prompt  # the answer ended: the keys stayed where they were
+            bar = app.query_one("#keys").plain
+            assert "✎ typing" in bar and "3 hunks to review: Tab" in bar, bar  # and it says so
+            await until(pilot, lambda: "3 hunks to review: Tab" in app.query_one("#stream-title").text)
+            await pilot.press("y", "e", "s")
             assert prompt.value == "yes" and app.focused is prompt
+            assert "3 hunks to review: Ctrl+D" in app.query_one("#keys").plain  # Tab would send it
             assert all(h.state in OPEN for h in rig.hunks()) and disk(demo) == CALC
             prompt.value = ""
             await pilot.press("tab")  # deliberately to the review: now y is a decision
             assert app.focused is app.query_one(DiffView)
+            assert "◆ reviewing" in app.query_one("#keys").plain
             await pilot.press("y")
             await until(pilot, lambda: rig.hunks()[0].state == HunkState.ACCEPTED)
+            await pilot.pause(0.2)
+            assert [h.state for h in rig.hunks()] == [HunkState.ACCEPTED, HunkState.PENDING,
+                                                      HunkState.PENDING]  # exactly one
+            await pilot.press("tab")  # and back to typing
+            assert app.focused is prompt
+            assert "2 hunks to review: Tab" in app.query_one("#keys").plain
+
+
+async def test_ctrl_d_goes_to_the_review_from_a_draft_and_keeps_it(demo):
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptInput)
+            await ask(pilot, "add type hints")
+            await until(pilot, lambda: app.session.turn.state == "done")
+            await type_slowly(pilot, "Now also", every=0.0)
+            prompt.cursor_position = 3  # Ctrl+D is no longer the prompt's delete-right
+            await pilot.press("ctrl+d")
+            assert app.focused is app.query_one(DiffView) and prompt.value == "Now also"
+            assert all(h.state in OPEN for h in rig.hunks())
+            del rig
 
 
 TWO_FILES = CALC_ANSWER.replace("The division now fails loudly instead of returning inf.\n", "") + '''
@@ -105,7 +129,7 @@ async def test_a_draft_survives_going_to_the_review_and_back(demo):
         async with app.run_test(size=SIZE) as pilot:
             prompt = app.query_one(PromptInput)
             await type_slowly(pilot, "make it", every=0.0)
-            await pilot.press("ctrl+r")  # to the review, the draft stays
+            await pilot.press("ctrl+d")  # to the review, the draft stays
             assert app.focused is app.query_one(DiffView)
             await pilot.press("tab")
             assert app.focused is prompt and prompt.cursor_position == len("make it")

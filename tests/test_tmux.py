@@ -76,7 +76,10 @@ def test_ask_watch_accept_reject_in_a_real_terminal(demo, served, tmp_path):
         assert "def div(a: float, b: float) -> float:" in screen
         assert "The division now fails loudly" in screen  # the explanation
         assert (demo / "calc.py").read_text() == CALC  # nothing written before an accept
-        tmux.wait_for("◆ reviewing")  # the review has the keys (letters no longer type)
+        tmux.wait_for("3 hunks to review: Tab")  # the keys are still the prompt's: it says so
+        assert "✎ typing" in tmux.screen()
+        tmux.keys("Tab")  # the user goes to the review
+        tmux.wait_for("◆ reviewing")
         tmux.keys("y")
         tmux.wait_for("#1 accepted")
         text = (demo / "calc.py").read_text()

@@ -59,8 +59,9 @@ def test_kill_9_the_app_mid_stream_then_resume_it(demo, tmp_path):
             screen = tmux.wait_for("■ interrupted", "resumed session",
                                    last.strip().removeprefix("- ")[:40], timeout=10)
             assert "#1 pending" in screen
-            tmux.wait_for("◆ reviewing")  # the review has the keys, as after a live answer
-            time.sleep(1)
+            tmux.wait_for("✎ typing", "to review: Tab")  # resumed: the keys are the prompt's
+            tmux.keys("Tab")  # the user goes to the review, as after a live answer
+            tmux.wait_for("◆ reviewing")
             tmux.keys("y")  # the review works on the restored hunks
             tmux.wait_for("#1 accepted")
             assert "def add(x, y):" in (demo / "calc.py").read_text()

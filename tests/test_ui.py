@@ -41,7 +41,8 @@ async def test_interrupt_keeps_complete_hunks_and_marks_the_unfinished_one(demo)
             assert h2.new[-1] == "    if b == 0:"
             assert disk(demo) == CALC  # nothing written
             assert "interrupted" in app.query_one("#stream").text
-            assert app.focused is app.query_one(DiffView)  # empty prompt: review at once
+            await pilot.pause(0.2)
+            assert app.focused is app.query_one(PromptInput)  # stopping moves no key (rule 8)
 
 
 async def test_accept_while_streaming_then_redirect_keeps_the_decision(demo):

@@ -92,8 +92,9 @@ async def _done(pilot: Pilot) -> None:
 
     app = steer_app(pilot)
     diff = app.query_one(DiffView)
-    await until(pilot, lambda: app.session.turn is not None and app.session.turn.state == "done"
-                and app.focused is diff and time.monotonic() >= diff.guard_until)
+    await until(pilot, lambda: app.session.turn is not None and app.session.turn.state == "done")
+    await pilot.press("tab")  # the user enters the review (the app never moves the focus)
+    await until(pilot, lambda: app.focused is diff)
 
 
 async def streaming(pilot: Pilot) -> None:

@@ -460,6 +460,9 @@ class _Client:
                                  options: list[Any], **kwargs: Any) -> RequestPermissionResponse:
         tool = self.agent._tool(tool_call)
         choices = [PermissionOption(o.option_id, o.name, o.kind) for o in options]
+        allow = edit_allowance(tool, choices)
+        if allow is not None:  # its write lands in the pending diff, where the user decides
+            return RequestPermissionResponse(outcome=AllowedOutcome(option_id=allow, outcome="selected"))
         chosen = await self.agent.ask(lambda fut: PermissionRequest(tool.title, choices, tool, fut))
         if chosen is None or chosen not in {o.id for o in choices}:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -479,6 +482,20 @@ class _Client:
         except ValueError as exc:
             raise RequestError(-32002, str(exc)) from None
         return ReadTextFileResponse(content=text)
+
+
+def edit_allowance(tool: ToolCall, options: list[PermissionOption]) -> str | None:
+    """Steer answers an *edit* permission itself: the agent's write comes through steer's
+    fs/write_text_file and becomes pending hunks, written only when the user accepts them,
+    so a dialog would ask the same question twice. Its "allow once" (else "allow always");
+    None for any other tool (commands, terminals, deletes and moves ask the user)."""
+    if tool.kind != "edit":
+        return None
+    for kind in ("allow_once", "allow_always"):
+        found = next((o.id for o in options if o.kind == kind), None)
+        if found is not None:
+            return found
+    return None
 
 
 def _abandon(events: asyncio.Queue[Any]) -> None:

@@ -43,6 +43,8 @@ class State(Protocol):
     def any_refused(self) -> bool: ...  # edits of the last answer could not be applied
     @property
     def failed(self) -> bool: ...  # the last request failed before any answer: it can be resent
+    @property
+    def asking(self) -> bool: ...  # an agent waits for an answer to a permission request
 
 
 WHEN: dict[str, Callable[[State], bool]] = {
@@ -57,6 +59,7 @@ WHEN: dict[str, Callable[[State], bool]] = {
     "git": lambda s: s.in_git,
     "refused": lambda s: s.any_refused,
     "failed": lambda s: s.failed,
+    "asking": lambda s: s.asking,
 }
 
 
@@ -116,14 +119,15 @@ ACTIONS: tuple[Action, ...] = (
            "every file", "Review", "Accept all", when="any_open"),
     Action("reject_all", "", "review", "reject_all", "Reject all", "reject every open hunk of "
            "every file", "Review", "Reject all", when="any_open"),
-    Action("line_mode", "v", "review", "line_mode", "Lines", "line mode: pick single lines of the hunk",
+    Action("line_mode", "v", "review", "line_mode", "Lines", "line mode: pick single lines of the "
+           "hunk; under the diff, what y writes (⚠ when the file would no longer parse)",
            "Review", "Line mode", when="hunk_open", bar=3),
     Action("pick_line", "space", "review", "pick_line", "Pick", "in line mode: pick / unpick the line",
            "Review", show=False),
     Action("edit_hunk", "e", "review", "edit_hunk", "Edit", "edit the hunk ($EDITOR, or inline) "
            "and accept the result", "Review", "Edit hunk", when="hunk_open"),
     Action("undo", "u", "review", "undo", "Undo", "undo the last accept (journaled; works "
-           "without git)", "Review", "Undo last accept", when="can_undo"),
+           "without git); the key bar names it first", "Review", "Undo last accept", when="can_undo"),
     Action("side_by_side", "s", "review", "side_by_side", "Split", "unified / side-by-side view",
            "Review", "Side-by-side", show=False),
     Action("first_hunk", "g", "diff", "first_hunk", "First", "first hunk", "Review", show=False),
@@ -146,7 +150,8 @@ ACTIONS: tuple[Action, ...] = (
            "git add -p; your other changes stay unstaged)", "Git", "Stage accepted hunks",
            when="accepted", bar=3),
     Action("commit", "C", "review", "commit", "Commit", "commit what is staged: type a message "
-           "or let the model propose one", "Git", "Commit", when="git", bar=3),
+           "(Enter commits one line, Ctrl+J adds a line, Ctrl+S commits several) or let the "
+           "model propose one (Ctrl+G)", "Git", "Commit", when="git", bar=3),
     # files and queue
     Action("toggle_context", "c", "tree", "toggle_context", "Context ±", "add / remove the file from "
            "the model's context", "Files"),
@@ -159,6 +164,11 @@ ACTIONS: tuple[Action, ...] = (
     # anywhere
     Action("interrupt", "escape", "screen", "screen.interrupt", "Stop", "stop the model now",
            "App", "Interrupt", when="streaming", bar=1),
+    # priority: it answers from the prompt too (the dialog never opens by itself: rule 8)
+    Action("answer_agent", "ctrl+g", "screen", "screen.answer_agent", "Answer the agent", "an "
+           "agent asks before it runs a command: its question (y allows once, a always for the "
+           "session, n or Esc refuses, or an option's number)", "App", "Answer the agent",
+           when="asking", priority=True, bar=1),
     Action("retry_request", "f5", "screen", "screen.retry_request", "Retry", "send the "
            "request that failed again, as a new request (it failed before any answer: a refused "
            "key, a rate limit, a server error, no connection)", "App", "Retry the failed request",
@@ -172,9 +182,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("toggle_tree", "ctrl+t", "screen", "screen.toggle_tree", "Files", "show / hide the "
            "file tree (a narrow terminal hides it until you show it)", "Files", "Show / hide files",
            show=False, bar=1),  # the key bar lists it while the tree is hidden or narrow
-    Action("focus_diff", "ctrl+r", "screen", "screen.focus_diff", "Review", "go to the review (diff), "
-           "keeping the draft",
-           "App", "Focus diff", show=False),
+    # priority: the prompt's own Ctrl+D (delete right; Del does that too) must not win
+    Action("focus_diff", "ctrl+d,ctrl+r", "screen", "screen.focus_diff", "Review", "go to the "
+           "review (diff), keeping the draft", "App", "Focus diff", show=False, priority=True),
     Action("focus_queue", "ctrl+l", "screen", "screen.focus_queue", "Queue", "go to the queued "
            "follow-ups", "App", "Focus queue", when="queue", show=False),
     Action("raw", "w", "screen", "screen.toggle_raw", "Raw", "the conversation as the model wrote "
@@ -214,6 +224,11 @@ def pretty_keys(keys: str, first: bool = False) -> str:
         else:
             out.append(_KEY_NAMES.get(k, k.upper() if k.startswith("f") and k[1:].isdigit() else k))
     return out[0] if first and out else ", ".join(out)
+
+
+def key_of(names: dict[str, str], action: str) -> str:
+    """The first key bound to `action` now, as shown ("Ctrl+D"); "the palette" if none."""
+    return pretty_keys(names.get(action, ""), first=True) or "the palette"
 
 
 def bindings(scope: Scope) -> list[BindingType]:

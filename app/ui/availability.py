@@ -72,7 +72,11 @@ class Availability:
     def failed(self) -> bool:
         return self.session.failed is not None
 
+    @property
+    def asking(self) -> bool:
+        return bool(self.session.agent.permissions)
+
     def key(self) -> tuple[bool, ...]:
         """What the key bar shows depends on (a change of any one is worth a refresh)."""
         return (self.streaming, self.hunk_open, self.any_open, self.can_undo, self.has_queue,
-                self.failed, self.hunk_conflict)  # (a conflict under the cursor: m / T)
+                self.failed, self.hunk_conflict, self.asking)  # (a conflict under the cursor: m / T)

@@ -4,8 +4,9 @@ Attributes down, messages up. Each pane owns its behaviour (app/ui/panes/); the 
 them (typed getters), hands each frame's parts (a `Frame` from FrameSync, app/view/frames.py,
 taken at Textual's refresh tick) and each message to the pane that acts on it, and holds the
 core objects they share: the session and the LiveTree (git, the watcher, staging). Where keys
-go is decided here only: every focus move, the user's and the one the app still makes on
-its own when an answer ends (`_turn_ended`).
+go is decided here only, and only by the user (DESIGN rule 8): a focus move is always the
+answer to a key, a click or a palette entry, never to an answer starting or ending; when an
+answer ends the key bar and the conversation say what waits and which key goes there.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from textual.css.query import NoMatches
 from textual.events import DescendantFocus, Resize
 from textual.reactive import var
 from textual.widget import Widget
-from textual.widgets import Header
+from textual.widgets import Header, Input
 
 from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
@@ -44,11 +45,11 @@ from app.ui.widgets.queue_view import QueueView
 from app.ui.widgets.stream_view import StreamView
 from app.view.frames import Frame, FrameSync
 from app.view.outside_text import name
+from app.view.status import waiting_note
 from app.view.welcome import Row as WelcomeRow
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
 GC_AFTER = 0.5
-GUARD = 0.8  # after the focus moved to the review on its own, letters stay text this long
 NARROW, MEDIUM = 100, 140  # columns: below NARROW the tree starts folded, panes slimmer below MEDIUM
 AREAS = ((PromptInput, "prompt"), (DiffView, "diff"), (FileTree, "tree"), (QueueView, "queue"),
          (StreamView, "conversation"))  # where keys go, by the widget that has the focus
@@ -157,41 +158,27 @@ class MainScreen(FrameTickScreen):
             self.review.answer_started()
             self.refresh_bindings()
             self._render_queue()
-        for ended in f.ended:
+        for ended in f.ended:  # said, and nothing moves: the keys stay where the user put them
             if ended.turn is session.failed:  # before a word of it: nothing lost
                 self.composer.request_failed(ended.turn)
-                self._turn_ended(ended.superseded, None)
-            else:
-                self._turn_ended(ended.superseded, ended.failure)
+            elif ended.failure:
+                self.notify(ended.failure, title="The answer stopped", severity="error", timeout=8)
+        if f.ended:
+            self.refresh_bindings()
+            self._render_queue()
         if f.ended and not session.streaming:
             self.review.answer_over()
             self.set_timer(GC_AFTER, partial(self.gc.settled, lambda: self.session.streaming))
-        for req in f.permissions:
-            self.conversation.ask_permission(req)
+        if f.permissions:  # said in the key bar; the user opens the question (rule 8)
+            self._show_where()
         if f.title is not None:
             self.conversation.set_title(f.title)
         if f.status is not None:
             self.status.set(f.status)
+        if f.status is not None or f.started is not None or f.ended:
+            self._show_where()  # what waits in the review changed, or whether it streams
         if f.changed and self.on_frame is not None:
             self.on_frame()
-
-    def _turn_ended(self, superseded: bool, failure: str | None) -> None:
-        if failure:
-            self.notify(failure, title="The answer stopped", severity="error", timeout=8)
-        self.refresh_bindings()
-        self._render_queue()
-        if superseded:  # a redirect or a queued follow-up took over: keep the user where they are
-            return
-        turn, h = self.session.turn, self.review.first_open_hunk()
-        if turn is None or h is None or self.focus_area != "prompt":
-            return
-        if self.composer.writing:  # the review waits for them (Tab), keys stay in the prompt
-            self.review.say_waiting()
-            return
-        if turn.state in ("done", "interrupted"):  # the one focus move the app makes itself
-            self._to_review(guard=GUARD)
-            self.set_timer(GUARD + 0.01, self._show_where)
-            self.review.start_at(h)  # review starts at the top
 
     @on(Composer.QueueChanged)
     def _render_queue(self) -> None:
@@ -204,16 +191,20 @@ class MainScreen(FrameTickScreen):
             self.focus_area = area
 
     def watch_focus_area(self) -> None:
-        if self._ready:
-            self._show_where()
-            self.refresh_bindings()  # where keys go is part of what the key bar shows
+        self._show_where()
 
     def _show_where(self) -> None:
-        """The key bar says where keys go (and that letters still type, while they do)."""
-        self.key_bar.set_where(self.focus_area, self.focus_area == "diff" and self.review.guarded)
+        """The key bar says where keys go, what waits elsewhere with its key, and the keys
+        that do something now."""
+        if self._ready:
+            self.refresh_bindings()
+            key = partial(actions.key_of, self.key_names)
+            self.key_bar.set_where(self.focus_area, waiting_note(
+                self.session, self.focus_area == "prompt", bool(self.composer.prompt.value),
+                key("answer_agent"), key("focus_diff")))
 
-    def _to_review(self, guard: float = 0.0) -> None:
-        self.review.guard(guard)  # 0: the user chose to review, their keys act at once
+    def _to_review(self) -> None:
+        self.review.enter()
         self.review.focus()
 
     def _back_to_work(self) -> None:
@@ -222,6 +213,7 @@ class MainScreen(FrameTickScreen):
     def action_focus_prompt(self) -> None:
         self.composer.focus()
 
+    @on(PromptInput.Review)  # Tab from an empty prompt
     def action_focus_diff(self) -> None:
         self._to_review()
 
@@ -273,10 +265,11 @@ class MainScreen(FrameTickScreen):
     @on(SessionChanged)
     def _session_changed(self, event: SessionChanged) -> None:
         self.frame(force_status=event.force_status)
+        self._show_where()
 
-    @on(PromptInput.Review)
-    def _prompt_review(self) -> None:
-        self._to_review()
+    @on(Input.Changed, "#prompt")
+    def _prompt_changed(self) -> None:
+        self._show_where()  # Tab goes to the review from an empty prompt only
 
     @on(DiffView.StartMessage)
     def _start_message(self, event: DiffView.StartMessage) -> None:
@@ -308,6 +301,10 @@ class MainScreen(FrameTickScreen):
     @on(FilesPane.Chosen)
     def _file_chosen(self, event: FilesPane.Chosen) -> None:
         self.review.select(event.path, None)
+
+    @on(ReviewPane.UndoChanged)
+    def _undo_changed(self, event: ReviewPane.UndoChanged) -> None:
+        self.key_bar.set_label("undo", f"Undo {name(event.label)}" if event.label else "")
 
     @on(ReviewPane.Reveal)
     def _reveal(self, event: ReviewPane.Reveal) -> None:
@@ -341,6 +338,10 @@ class MainScreen(FrameTickScreen):
             self.composer.finish_editing(None)
         elif not self.review.leave_line_mode() and self.focus_area in ("tree", "queue", "conversation"):
             self._back_to_work()
+
+    def action_answer_agent(self) -> None:
+        if self.conversation.answer_permission():
+            self.refresh_bindings()
 
     def action_retry_request(self) -> None:
         self.composer.retry_failed()

@@ -156,7 +156,26 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
         # the conversation did not continue (DESIGN rule 10): part of the head, so a narrow
         # pane drops the figures first and cuts the reason before it drops the fact
         texts[0] += f" · sent in full ({session.sent.full})"
-    return StatusLine([Part(t, i) for i, t in enumerate(texts)])
+    parts = [Part(t, i) for i, t in enumerate(texts)]
+    note = waiting_note(session, True, False, "Ctrl+G", "Ctrl+D") if session is not None else ""
+    if note:  # after the state: what the user does next, kept on a narrow pane
+        parts.insert(min(2, len(parts)), Part(note, 1))
+    return StatusLine(parts)
+
+
+def waiting_note(session: Session, typing: bool, draft: bool, answer_key: str,
+                 review_key: str) -> str:
+    """What waits for the user and the key to it, said instead of moving the keys there
+    (DESIGN rule 8): an agent's question ("the agent asks: Ctrl+G"), or once nothing streams,
+    the open hunks, told to someone `typing` in the prompt ("3 hunks to review: Tab"; with
+    a `draft` Tab would send it, so the review's own key)."""
+    if session.agent.permissions:
+        return f"the agent asks: {answer_key}"
+    if not typing or session.streaming or session.pending is None:
+        return ""
+    n = sum(1 for h in session.pending.hunks if h.state in OPEN)
+    key = review_key if draft else "Tab"
+    return f"{n} hunk{'s' if n != 1 else ''} to review: {key}" if n else ""
 
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:

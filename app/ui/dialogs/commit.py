@@ -25,7 +25,11 @@ from app.view.outside_text import terminal, to_text
 class CommitScreen(ModalScreen[str | None]):
     """Dismissed with git's summary line after a commit, None when cancelled."""
 
-    BINDINGS = [Binding("ctrl+s", "commit", "Commit", priority=True),
+    # Enter commits a one-line message (a message of several lines is being written: there
+    # Enter adds a line, Ctrl+S commits); Ctrl+J always adds a line
+    BINDINGS = [Binding("enter", "enter", "Commit", priority=True),
+                Binding("ctrl+j", "new_line", "New line", priority=True),
+                Binding("ctrl+s", "commit", "Commit", priority=True),
                 Binding("ctrl+g", "propose", "Propose a message", priority=True),
                 Binding("escape", "cancel", "Cancel", priority=True)]
 
@@ -41,8 +45,9 @@ class CommitScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         files = ", ".join(self.staged) if self.staged else "what is staged"
         with Vertical(id="commit"):
-            yield Label(to_text(f"Commit {files} — Ctrl+S commits, Ctrl+G asks the model for a "
-                                "message, Esc cancels", tabs=None), id="commit-title")
+            yield Label(to_text(f"Commit {files} — Enter commits (Ctrl+J adds a line, Ctrl+S "
+                                "commits several), Ctrl+G asks the model for a message, Esc "
+                                "cancels", tabs=None), id="commit-title")
             yield TextArea("", id="commit-message")
             yield Static("", id="commit-result")
 
@@ -63,9 +68,21 @@ class CommitScreen(ModalScreen[str | None]):
         self.message_area.text = terminal(message, dim=False)
         self._say("proposed: edit it as you like, then Ctrl+S")
 
+    def action_enter(self) -> None:
+        if "\n" in self.message_area.text.strip("\n"):
+            self.action_new_line()
+        else:
+            self.action_commit()
+
+    def action_new_line(self) -> None:
+        self.message_area.insert("\n")
+
     @work(exclusive=True, group="commit")
     async def action_commit(self) -> None:
         message = self.message_area.text
+        if not message.strip():
+            self._say("type a message first (Ctrl+G asks the model for one)")
+            return
         self._say("committing (hooks run as git runs them)…")
         result = await self.live.commit(message)
         if result.ok:

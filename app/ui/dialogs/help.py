@@ -19,6 +19,7 @@ SECTIONS = ["Prompt", "Review", "Git", "Files", "Queue", "App"]
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+    DEFAULT_CSS = "#help-where { width: 100%; padding-bottom: 1; }"
 
     def __init__(self, keys: dict[str, str]) -> None:
         super().__init__()
@@ -39,6 +40,10 @@ class HelpScreen(ModalScreen[None]):
             section = a.section
         with Vertical(id="help"):
             yield Label("steer — keys", id="help-title")
+            yield Label("Keys go only where you put them: the first word of the key bar says where "
+                        "(✎ typing, ◆ reviewing); nothing moves the focus by itself, and letters "
+                        "typed in the prompt are always text. Tab from an empty prompt or Ctrl+D "
+                        "enters the review.", id="help-where")
             with VerticalScroll():
                 yield Static(table)
             yield Label("Esc closes. Rebind in ~/.config/steer/config.toml under \\[keys], by the names "

@@ -17,16 +17,27 @@ from textual.widgets import Label, Static
 from app.core.events import PermissionRequest
 from app.view.outside_text import to_text
 
+KEYS = (("y", "allow_once", "allows once"), ("a", "allow_always", "always (this session)"),
+        ("n", "reject_once", "refuses"))  # each key answers with the first option of its kind
+
 
 class PermissionScreen(ModalScreen[str | None]):
-    """Dismissed with the chosen option's id; Esc picks the first "reject" option the
-    agent offers (or cancels the request when it offers none)."""
+    """Dismissed with the chosen option's id: `y` allow once, `a` allow always, `n` or Esc
+    reject (the first option of that kind the agent offers; Esc cancels the request when it
+    offers no reject), or an option's number. Any other key does nothing: a sentence typed
+    on into the dialog answers nothing but its own letters y, a or n, so the first letters
+    are the ones the dialog names."""
 
     BINDINGS = [Binding("escape", "refuse", "Refuse", priority=True)]
 
     def __init__(self, request: PermissionRequest) -> None:
         super().__init__()
         self.request = request
+
+    def _first(self, kind: str) -> str | None:
+        """The first option of `kind` ("reject" also takes "reject_always")."""
+        prefix = kind.split("_")[0] if kind.startswith("reject") else kind
+        return next((o.id for o in self.request.options if o.kind.startswith(prefix)), None)
 
     def compose(self) -> ComposeResult:
         req = self.request
@@ -37,15 +48,20 @@ class PermissionScreen(ModalScreen[str | None]):
             yield Static(to_text(f"tool: {tool.title}{kind}", tabs=None), id="permission-tool")
             lines = [to_text(f"  {i}  {o.name}", tabs=None) for i, o in enumerate(req.options, 1)]
             yield Static(Text("\n").join(lines), id="permission-options")
-            yield Label("a number answers · Esc refuses", id="permission-foot")
+            keys = [f"{key} {what}" for key, kind, what in KEYS if self._first(kind) is not None]
+            yield Label(" · ".join([*keys, "Esc refuses", "a number answers"]), id="permission-foot")
 
     def on_key(self, event: events.Key) -> None:
-        if event.character and event.character.isdigit():
-            i = int(event.character) - 1
-            if 0 <= i < len(self.request.options):
-                event.stop()
-                self.dismiss(self.request.options[i].id)
+        char = event.character or ""
+        chosen: str | None = None
+        if char.isdigit() and 0 <= int(char) - 1 < len(self.request.options):
+            chosen = self.request.options[int(char) - 1].id
+        else:
+            kind = next((k for key, k, _ in KEYS if key == char), None)
+            chosen = self._first(kind) if kind is not None else None
+        if chosen is not None:
+            event.stop()
+            self.dismiss(chosen)
 
     def action_refuse(self) -> None:
-        reject = next((o for o in self.request.options if o.kind.startswith("reject")), None)
-        self.dismiss(reject.id if reject else None)
+        self.dismiss(self._first("reject_once"))

@@ -40,6 +40,19 @@ class RewindChoice:
     what: What
 
 
+class _Turns(OptionList):
+    """The turns, oldest first; the cursor stops at either end (Textual's list wraps, and
+    from the last turn one more ↓ would land on the first, the one that rewinds it all)."""
+
+    def action_cursor_down(self) -> None:
+        if self.highlighted is None or self.highlighted < self.option_count - 1:
+            super().action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        if self.highlighted is None or self.highlighted > 0:
+            super().action_cursor_up()
+
+
 class RewindScreen(ModalScreen[RewindChoice | None]):
     DEFAULT_CSS = """
     RewindScreen { align: center middle; }
@@ -66,7 +79,9 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="rewind-box"):
-            yield Label("Rewind to before a turn", id="rewind-title")
+            yield Label("Rewind to before a turn" if self.checkpoints else
+                        "Every turn is rewound: r puts the files of the last rewind back",
+                        id="rewind-title")
             options = []
             for n, instruction, files in self.checkpoints:
                 said = to_text(" ".join(instruction.split()), tabs=None)
@@ -74,7 +89,7 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
                 written = to_text(", ".join(files), tabs=None) if files else "no file written since"
                 options.append(Option(Text.assemble(f"{n + 1:>3}  ", said, "\n     files: ", written),
                                       id=str(n)))
-            yield OptionList(*options, id="rewind-list")
+            yield _Turns(*options, id="rewind-list")
             redo = " · r redo the last files rewind" if self.can_redo else ""
             yield Label("Enter/b both · f files only · c conversation only" + redo +
                         " · Esc cancels. A file you changed since is refused, nothing is "
@@ -113,12 +128,12 @@ async def offer(session: Session, notify: Notify) -> RewindScreen | None:
     if session.streaming:
         notify("stop the answer first (Esc)", severity="warning")
         return None
-    if not session.turns:
+    redone = {s for f in session.file_steps if f.op == "redo" for s in f.redone}
+    can_redo = any(f.op == "rewind" and not redone.intersection(f.steps) for f in session.file_steps)
+    if not session.turns and not can_redo:  # (rewound to the start: the redo is still offered)
         notify("no turn yet: nothing to rewind", timeout=3)
         return None
     points = await asyncio.to_thread(rewind.checkpoints, session)
-    redone = {s for f in session.file_steps if f.op == "redo" for s in f.redone}
-    can_redo = any(f.op == "rewind" and not redone.intersection(f.steps) for f in session.file_steps)
     return RewindScreen(points, can_redo)
 
 

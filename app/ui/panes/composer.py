@@ -14,7 +14,6 @@ completion; the queue is drawn by the conversation pane, told by `QueueChanged`.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Self
@@ -36,7 +35,6 @@ from app.ui.widgets.highlight import warm_lexer
 from app.ui.widgets.line import Line
 from app.ui.widgets.prompt import PromptInput
 
-TYPING_PAUSE = 1.5  # seconds since the last key in the prompt: still typing
 MAP_TICK = 0.5  # seconds between looks at the map's build (the context line shows it)
 
 
@@ -94,12 +92,6 @@ class Composer(Vertical):
     def focus(self, scroll_visible: bool = True) -> Self:
         self.prompt.focus(scroll_visible)
         return self
-
-    @property
-    def writing(self) -> bool:
-        """The user is writing a message (a draft, or a key in the last moments)."""
-        prompt = self.prompt
-        return bool(prompt.value) or time.monotonic() - prompt.typed_at < TYPING_PAUSE
 
     @property
     def holds_paste(self) -> bool:

@@ -4,8 +4,8 @@ answer's live title, and under it the queued follow-ups.
 The screen hands each frame's pieces down (`write`: the answer as FrameSync cut it, for the
 conversation or the raw view) and the queue as it is; the pane draws them (app/ui/widgets/
 stream_view.py draws at stream rate, queue_view.py the queue). A card chosen here goes up as
-`StreamView.CardChosen` for the review to show; an agent's permission request is asked here,
-and answered to the agent.
+`StreamView.CardChosen` for the review to show; an agent's permission request is asked here
+when the user opens it (the key bar says one waits), and answered to the agent.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from app.core.conversation.session import Session
-from app.core.events import PermissionRequest
 from app.ui.compat import FrameTickScreen
 from app.ui.dialogs.permission import PermissionScreen
+from app.ui.messages import SessionChanged
 from app.ui.widgets.line import Line
 from app.ui.widgets.queue_view import QueueView
 from app.ui.widgets.stream_view import StreamView
@@ -92,10 +92,18 @@ class ConversationPane(Vertical):
         if title.display != (bool(queue) or editing):
             title.display = bool(queue) or editing
 
-    def ask_permission(self, req: PermissionRequest) -> None:
-        """The agent waits for this answer: ask at once (several queue up as screens)."""
+    def answer_permission(self) -> bool:
+        """The user asked to answer the agent (the dialog never opens by itself: a letter
+        meant for the prompt would answer it): its oldest open question."""
+        agent = self.session.agent
+        if not agent.permissions:
+            return False
+        req = agent.permissions[0]
 
         def answered(option: str | None) -> None:
-            self.session.agent.answer(req, option)
+            if req in agent.permissions:
+                agent.answer(req, option)
+            self.post_message(SessionChanged(force_status=False))
 
         self.app.push_screen(PermissionScreen(req), callback=answered)
+        return True

@@ -15,17 +15,19 @@ draws and keeps the cursor; the screen moves the focus.
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
+from rich.text import Text
 from textual import getters, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widgets import Static
 
-from app.core.conversation.review import AcceptPlan, Outcome
+from app.core.conversation.review import AcceptPlan, Outcome, pick_lines
 from app.core.conversation.session import Session
 from app.core.disk.editor import edit_lines, editor_command
 from app.core.disk.journal import UndoRefused
@@ -34,6 +36,7 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.git.live_tree import LiveTree
 from app.core.git.sync import SyncUpdate
+from app.core.text import parses
 from app.core.text.invisible import found
 from app.ui import actions
 from app.ui.compat import alive
@@ -42,19 +45,36 @@ from app.ui.dialogs.hunk_editor import HunkEditor
 from app.ui.dialogs.reject_reason import RejectReason
 from app.ui.messages import SessionChanged
 from app.ui.widgets.diff_view import DiffView
+from app.ui.widgets.file_tree import FileTree
 from app.ui.widgets.line import Line
 from app.view import gitdiff
+from app.view.outside_text import to_text
 from app.view.status import Part, StatusLine
 
 View = Literal["pending", "head", "index"]
 HEADS = {"pending": "Pending diff", "head": "Working tree vs HEAD", "index": "Staged (index vs HEAD)"}
 
 
+PREVIEW_LINES = 6  # line mode's preview of what y writes: this many lines, then a count
+
+
 class ReviewPane(Vertical):
     BINDINGS = actions.bindings("review")
+    DEFAULT_CSS = """
+    ReviewPane > #line-preview { height: auto; max-height: 9; background: $panel;
+                                 padding: 0 1; display: none; }
+    ReviewPane > #line-preview.-shown { display: block; }
+    """
 
     diff = getters.query_one(DiffView)
     heading = getters.query_one("#diff-title", Line)
+    preview = getters.query_one("#line-preview", Static)
+
+    @dataclass
+    class UndoChanged(Message):
+        """What u would undo now ("" nothing): the key bar names it."""
+
+        label: str
 
     @dataclass
     class Reveal(Message):
@@ -77,6 +97,7 @@ class ReviewPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Line(HEADS["pending"], id="diff-title", classes="pane-title")
         yield DiffView(id="diff")
+        yield Static(id="line-preview")
 
     def on_mount(self) -> None:
         self.run_worker(self._recover(), group="recover")
@@ -85,20 +106,11 @@ class ReviewPane(Vertical):
         self.diff.focus(scroll_visible)
         return self
 
-    def guard(self, seconds: float) -> None:
-        """For `seconds`, letters typed here are text (the review opened on its own)."""
-        self.diff.guard_until = time.monotonic() + seconds if seconds else 0.0
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The action table decides, with the screen's state (what is open, streaming...)."""
         return actions.available(action, self.state)
 
     # -- what the screen and the availability read ----------------------------------------
-    @property
-    def guarded(self) -> bool:
-        """Letters typed here are still text (the review opened on its own a moment ago)."""
-        return time.monotonic() < self.diff.guard_until
-
     @property
     def line_mode(self) -> bool:
         return self.diff.line_mode
@@ -119,6 +131,7 @@ class ReviewPane(Vertical):
         return self._can_undo or (review is not None and review.can_undo)
 
     def first_open_hunk(self) -> Hunk | None:
+        """The answer's first open hunk (where the review starts)."""
         pending = self.session.pending
         return None if pending is None else next((h for h in pending.hunks if h.state in OPEN), None)
 
@@ -173,10 +186,11 @@ class ReviewPane(Vertical):
             else:
                 diff.refresh_rows()
 
-    def start_at(self, h: Hunk) -> None:
-        """The review opened on its own: at the top, unless the user already chose a hunk."""
-        cur = self.diff.hunk
-        if self.follow or cur is None or cur.state not in OPEN:
+    def enter(self) -> None:
+        """The user came to review an answer that is over: at its first open hunk, unless
+        they already chose one (while it streams the view stays where it is)."""
+        h, cur = self.first_open_hunk(), self.diff.hunk
+        if not self.session.streaming and h is not None and (self.follow or cur is None):
             self.select(h.path, h.id)
 
     def show_hunks(self, ids: list[int]) -> bool:
@@ -189,12 +203,6 @@ class ReviewPane(Vertical):
         self.view = "pending"
         self.select(h.path, h.id)
         return True
-
-    def say_waiting(self) -> None:
-        """The answer ended while the user writes: the review waits for them (Tab)."""
-        pending = self.session.pending
-        n = sum(1 for h in pending.hunks if h.state in OPEN) if pending is not None else 0
-        self.notify(f"The answer is in: {n} hunk{'s' if n != 1 else ''} to review (Tab).", timeout=4)
 
     def synced(self, update: SyncUpdate) -> None:
         """The disk or git changed: say what it did to the hunks; a git view is fetched again."""
@@ -236,7 +244,10 @@ class ReviewPane(Vertical):
         diff = self.diff
         # a narrow pane drops whole parts: the view's name first, the file last
         parts = [Part(HEADS[self.view], 2)] + ([Part(self.selected, 0)] if self.selected else [])
+        broken = self._render_preview()
         if diff.line_mode:
+            if broken:
+                parts.append(Part("⚠ the picked lines do not parse", 0))
             parts.append(Part("LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves", 1))
         elif diff.side_by_side:
             parts.append(Part("side by side", 3))
@@ -244,12 +255,46 @@ class ReviewPane(Vertical):
             parts.append(Part(self._elsewhere, 1))
         self.heading.set(StatusLine(parts))
 
+    def line_result(self) -> tuple[Hunk, list[str], str] | None:
+        """Line mode: the hunk, the lines y would write in its place, and why the file
+        would no longer parse ("" when it would, or steer cannot tell)."""
+        diff, h = self.diff, self.diff.hunk
+        if not diff.line_mode or h is None or diff.fd is None:
+            return None
+        lines = pick_lines(h, diff.picked or {diff.line_cursor})
+        before, shift = diff.fd.expected()
+        start = h.base_start + shift(h.base_start)
+        after = before[:start] + lines + before[start + h.base_end - h.base_start:]
+        return h, lines, parses.breaks(h.path, before, after)
+
+    def _render_preview(self) -> str:
+        """Under the diff in line mode: what y writes, and a flag when it breaks the file."""
+        result = self.line_result()
+        self.preview.set_class(result is not None, "-shown")
+        if result is None:
+            return ""
+        h, lines, broken = result
+        text = Text(f"y writes in place of hunk #{h.id}'s {len(h.old)} line(s):\n", style="bold")
+        for line in lines[:PREVIEW_LINES]:
+            text.append_text(to_text(f"  {line}\n"))
+        if len(lines) > PREVIEW_LINES:
+            text.append(f"  … {len(lines) - PREVIEW_LINES} more\n", style="dim")
+        if not lines:
+            text.append("  (nothing: the lines go)\n", style="dim")
+        if broken:
+            text.append(f"⚠ {h.path} would no longer parse: ",
+                        style=f"bold {self.app.current_theme.warning or 'yellow'}")
+            text.append_text(to_text(broken))
+        text.rstrip()
+        self.preview.update(text)
+        return broken
+
     @on(DiffView.LeaveFile)
     def _leave_file(self, event: DiffView.LeaveFile) -> None:
         pending = self.session.pending
         if pending is None:
             return
-        paths = [p for p, fd in pending.files.items() if fd.hunks]
+        paths = sorted((p for p, fd in pending.files.items() if fd.hunks), key=FileTree.order)
         if not paths:
             return
         i = paths.index(self.selected) if self.selected in paths else -1
@@ -294,12 +339,18 @@ class ReviewPane(Vertical):
         if h.state not in OPEN:
             self.notify(f"hunk #{h.id} is {h.state.value}", timeout=2)
             return
+        broken = ""
         if diff.line_mode:
+            result = self.line_result()
+            broken = result[2] if result is not None else ""
             plan = review.plan_lines(h.id, diff.picked or {diff.line_cursor})
             diff.line_mode = False
         else:
             plan = review.plan_hunks([h.id])
         out = await self._carry_out(plan)
+        if out is not None and out.accepted and broken:
+            self.notify(f"⚠ {h.path} no longer parses ({broken}): u undoes", severity="warning",
+                        timeout=10)
         if out is not None and out.accepted:
             self._advance()  # on to the next one; a refused accept stays where the user looks
 
@@ -448,13 +499,15 @@ class ReviewPane(Vertical):
         if out.accepted:
             self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
             self._can_undo = True
+            self.run_worker(self.check_undo(), group="undo", exclusive=True)
         self.post_message(SessionChanged())
         self.refresh_bindings()  # the hunk under the cursor may be a conflict now: m / T
         return out
 
     def _advance(self) -> None:
-        """After a decision, move to the next open hunk (in this file, then the next)."""
-        diff = self.diff
+        """After a decision, on to the next open hunk: in this file (after the cursor, then
+        before it), else the next file in the tree's order with one (wrapping around)."""
+        diff, pending = self.diff, self.session.pending
         diff.refresh_rows()  # the decision as it looks now (its frame comes after)
         hunks, cur = diff.hunks, diff.hunk
         if cur is not None and cur in hunks:
@@ -463,15 +516,36 @@ class ReviewPane(Vertical):
             if nxt is not None:
                 diff.select(nxt.id)
                 return
-        h = self.first_open_hunk()
-        if h is not None:
-            self.select(h.path, h.id)
+        if pending is not None:
+            paths = sorted(pending.files, key=FileTree.order)
+            at = paths.index(self.selected) + 1 if self.selected in paths else 0
+            for path in paths[at:] + paths[:at]:
+                h = next((h for h in pending.files[path].hunks if h.state in OPEN), None)
+                if h is not None:
+                    self.select(path, h.id)
+                    self.post_message(self.Reveal(path))
+                    return
         diff.refresh()
 
     async def check_undo(self) -> None:
-        self._can_undo = await self.session.journal_undoable()
+        """Whether u can undo, and what it would undo (the key bar says it before the key)."""
+        session = self.session
+
+        def next_undo() -> str:  # the journal is read in a thread (core's own objects)
+            review = session.review
+            if review is not None and review.can_undo:
+                return review.undo_entry().label
+            entry = session.journal.last_undoable()
+            return entry.label if entry is not None else ""
+
+        try:
+            label = await asyncio.to_thread(next_undo)
+        except (UndoRefused, OSError):
+            label = ""
+        self._can_undo = bool(label)
         if alive(self):
             self.refresh_bindings()
+            self.post_message(self.UndoChanged(label))
 
     async def _recover(self) -> None:
         """An accept or undo a crash left half-done is completed before anything else."""

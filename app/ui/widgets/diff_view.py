@@ -10,7 +10,6 @@ obey, tabs expanded), which costs a clean line one regex search.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -119,7 +118,6 @@ class DiffView(ScrollView, can_focus=True):
         self._unlit: list[str] = []  # lines drawn plain this frame: their colours are coming
         self._lighting = 0  # highlight workers running
         self.following = False  # the view follows a streaming hunk
-        self.guard_until = 0.0  # monotonic time until which letters are text, not review keys
         self.hscroll = 0  # columns of code scrolled off to the left (long lines)
 
     # -- model -----------------------------------------------------------------------------
@@ -133,6 +131,7 @@ class DiffView(ScrollView, can_focus=True):
             self.cursor_id = None
             self.line_mode = False
             self.picked.clear()
+            self.hscroll = 0  # a file never opens scrolled sideways
             self.scroll_to(0, 0, animate=False)
         if message:
             self.message = message
@@ -219,6 +218,7 @@ class DiffView(ScrollView, can_focus=True):
                 self.line_cursor = max(0, min(n - 1, self.line_cursor + step))
                 self.refresh()
                 self._scroll_to_line()
+                self.post_message(self.ModeChanged())  # what y would write changed
             return
         if not hunks:
             self.post_message(self.LeaveFile(step))
@@ -229,9 +229,12 @@ class DiffView(ScrollView, can_focus=True):
         if j < 0 or j >= len(ids):
             self.post_message(self.LeaveFile(step))
             return
-        self.select(ids[j])
+        self.select(ids[j], sideways=True)
 
-    def select(self, hunk_id: int | None, *, edge: str = "") -> None:
+    def select(self, hunk_id: int | None, *, edge: str = "", sideways: bool = False) -> None:
+        """The cursor on a hunk, on screen. `sideways`: the user moved it, and the view may
+        scroll sideways to its first changed column (a file opened, or the review entered,
+        starts at column 0)."""
         hunks = self.hunks
         if edge and hunks:
             hunk_id = hunks[0].id if edge == "first" else hunks[-1].id
@@ -240,7 +243,10 @@ class DiffView(ScrollView, can_focus=True):
         self.picked.clear()
         self.refresh()
         self.scroll_to_hunk()
-        self._show_change(self.hunk)
+        if sideways:
+            self._show_change(self.hunk)
+        elif self.hscroll:
+            self.hscroll = 0
         self.post_message(self.CursorMoved(self.hunk))
 
     def follow(self, h: Hunk | None) -> None:
@@ -266,13 +272,25 @@ class DiffView(ScrollView, can_focus=True):
         return row is not None and row >= int(self.scroll_offset.y) + self.size.height
 
     def scroll_to_hunk(self) -> None:
+        """The cursor's header row on screen, with the hunk below it as far as it fits (a
+        hunk taller than the view shows its head, never only its tail)."""
         h = self.hunk
         if h is None or h.id not in self._hunk_rows:
             return
         top = self._hunk_rows[h.id]
-        height = 1 + len(h.old) + len(h.new)
-        self.scroll_to_region(Region(0, max(0, top - 3), 1, min(height + 6, self.size.height)),
-                              animate=False, immediate=True, force=True)
+        view_top, view_h = int(self.scroll_offset.y), self.scrollable_content_region.height
+        if view_h <= 0:  # not laid out yet
+            return
+        want_top, want_end = max(0, top - 3), top + 1 + len(h.old) + len(h.new) + 3
+        if want_end - want_top > view_h:
+            y = max(0, top - 1)
+        elif want_top < view_top:
+            y = want_top
+        elif want_end > view_top + view_h:
+            y = want_end - view_h
+        else:
+            return
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
 
     def _scroll_to_line(self) -> None:
         h = self.hunk
@@ -288,6 +306,8 @@ class DiffView(ScrollView, can_focus=True):
     def _show_change(self, h: Hunk | None) -> None:
         """Scroll sideways so that the hunk's first changed column is on screen."""
         if h is None:
+            return
+        if self.scrollable_content_region.width <= 0:  # not laid out: nothing to measure
             return
         width = self.scrollable_content_region.width - (1 + GUTTER + 2)
         if self.side_by_side:
@@ -305,10 +325,10 @@ class DiffView(ScrollView, can_focus=True):
         self._move(-1)
 
     def action_first_hunk(self) -> None:
-        self.select(None, edge="first")
+        self.select(None, edge="first", sideways=True)
 
     def action_last_hunk(self) -> None:
-        self.select(None, edge="last")
+        self.select(None, edge="last", sideways=True)
 
     def toggle_line_mode(self) -> None:
         h = self.hunk
@@ -338,11 +358,10 @@ class DiffView(ScrollView, can_focus=True):
     def on_key(self, event: events.Key) -> None:
         """Typing in the review starts a message, unless the key is one of the review's
         own (bound here or on the screen, enabled or not: a review key never becomes text).
-        Just after the screen moved the focus here on its own, every letter is still text:
-        the user may be mid-sentence and has not seen the review open."""
+        No clock is read: the review has the keys only because the user gave them to it."""
         if not (event.is_printable and event.character):
             return
-        if time.monotonic() < self.guard_until or event.key not in self.screen.active_bindings:
+        if event.key not in self.screen.active_bindings:
             event.stop()
             event.prevent_default()
             self.post_message(self.StartMessage(event.character))
@@ -352,6 +371,7 @@ class DiffView(ScrollView, can_focus=True):
             self.picked ^= {self.line_cursor}
             self._move(1)
             self.refresh()
+            self.post_message(self.ModeChanged())
 
     def toggle_side_by_side(self) -> None:
         self.side_by_side = not self.side_by_side

@@ -50,6 +50,13 @@ class FileTree(Tree[str]):
         self.context: set[str] = set()
 
     # -- structure -------------------------------------------------------------------------
+    @staticmethod
+    def order(path: str) -> tuple[tuple[int, str], ...]:
+        """A sort key that lists paths as the tree shows them: in each folder, its folders
+        first, then its files, each by name."""
+        parts = path.split("/")
+        return (*((0, p) for p in parts[:-1]), (1, parts[-1]))
+
     def load(self, files: Iterable[str]) -> None:
         dirs: dict[str, tuple[list[str], list[str]]] = {"": ([], [])}
         for path in sorted(set(files)):

@@ -26,7 +26,9 @@ WHERE = {  # the bar's first word: where the next key goes (the screen's focus a
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
     "conversation": "≡ conversation",  # (not ☰: Unicode 16 made it 2 cells, older terminals draw 1)
 }
-GUARDED = "◆ review opened · letters still type for a moment"
+
+
+LABEL_MAX = 40  # a label the screen sets (a path in it) is cut here
 
 
 class KeyBar(Widget):
@@ -37,7 +39,9 @@ class KeyBar(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.where = ""
+        self.note = ""  # what waits elsewhere and its key ("3 hunks to review: Tab")
         self.also: frozenset[str] = frozenset()  # action ids shown though the table hides them
+        self.labels: dict[str, str] = {}  # action id -> its label now ("Undo lines of #3")
         self._text = Text()
         self._spots: list[tuple[int, int, DOMNode, str]] = []  # x1, x2, namespace, action
 
@@ -49,18 +53,24 @@ class KeyBar(Widget):
     def on_resize(self) -> None:
         self.update()
 
-    def set_where(self, area: str, guarded: bool = False) -> None:
-        """Where keys go (a key of WHERE); `guarded`: the review opened on its own and
-        letters still type for a moment."""
-        where = GUARDED if guarded else WHERE[area]
-        if where != self.where:
-            self.where = where
+    def set_where(self, area: str, note: str = "") -> None:
+        """Where keys go (a key of WHERE), and what waits elsewhere, with its key (`note`)."""
+        where = WHERE[area]
+        if (where, note) != (self.where, self.note):
+            self.where, self.note = where, note
             self.update()
 
     def set_also(self, ids: frozenset[str]) -> None:
         """Keys the screen wants listed now (the tree's toggle, while the tree is hidden)."""
         if ids != self.also:
             self.also = ids
+            self.update()
+
+    def set_label(self, action_id: str, label: str) -> None:
+        """Say more than the table's label for an action, now ("" goes back to it)."""
+        label = label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "…"
+        if self.labels.get(action_id, "") != label:
+            self.labels[action_id] = label
             self.update()
 
     def update(self, force: bool = False) -> None:
@@ -78,18 +88,24 @@ class KeyBar(Widget):
             # one key per action: a letter reads better than its arrow or named twin
             if other is None or (len(key) == 1 < len(other[0])):
                 shown[binding.action] = (key, node, binding)
-        entries = [_Entry(self.app.get_key_display(b), b.description, node, action,
+        entries = [_Entry(self.app.get_key_display(b), self.labels.get(b.id or "") or b.description,
+                          node, action,
                           BY_ID[b.id].bar if b.id in BY_ID else 2)
                    for action, (_key, node, b) in shown.items()]
         if palette is not None:
             _key, node, b = palette
             entries.append(_Entry(self.app.get_key_display(b), "palette", node, b.action, 1))
         head = f" {self.where} " if self.where else ""
-        entries = fit(entries, self.size.width - (cell_len(head) + 1 if head else 0))
+        note = f" {self.note} " if self.note else ""
+        room = self.size.width - (cell_len(head) + 1 if head else 0) - (cell_len(note) + 1 if note else 0)
+        entries = fit(entries, max(1, room) if self.size.width else 0)
         text = Text(no_wrap=True, overflow="crop")
         spots = []
         if head:
             text.append(head, f"bold reverse {theme.primary}")
+            text.append(" ")
+        if note:
+            text.append(note, f"bold {theme.warning or key_style}")
             text.append(" ")
         for i, e in enumerate(entries):
             start = len(text)

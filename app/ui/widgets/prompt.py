@@ -11,7 +11,6 @@ paste's first line; a paste over the limit is refused whole, with a message."""
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -129,7 +128,6 @@ class PromptInput(Input):
         self.suggester = _PrefixSuggester(self)
         self.completion: str | None = None  # best @path match for the token being typed
         self.named: list[str] = []  # files the draft names (the composer sets it)
-        self.typed_at = float("-inf")  # when the user last pressed a key here
         self.history: list[str] = []  # instructions sent, oldest first
         self._recall = 0  # the entry shown (len(history): the draft)
         self._draft: tuple[str, tuple[Paste, ...]] = ("", ())  # what was being typed when Up left it
@@ -158,10 +156,6 @@ class PromptInput(Input):
             return super()._position_to_cell(position)
         return cell_len(one_for_one(head)[0].expandtabs(4))
 
-    def on_key(self, event) -> None:
-        if event.is_printable or event.key in ("backspace", "delete"):
-            self.typed_at = time.monotonic()  # writing, not Enter/Esc/Tab
-
     # -- the message ---------------------------------------------------------------------
     @property
     def message(self) -> str:
@@ -183,7 +177,6 @@ class PromptInput(Input):
         return at_paths(Pastes(items).typed(shown))
 
     async def action_submit(self) -> None:
-        self.typed_at = float("-inf")  # sent: what comes next is not the same sentence
         self.post_message(self.Submitted(self, self._sent(), None))
 
     def on_focus(self) -> None:
