@@ -12,6 +12,7 @@ from typing import NoReturn, TextIO
 
 from app.config import PROVIDERS, ConfigError, load_settings  # noqa: F401 - ConfigError for the commands
 from app.core.edits.formats import FORMATS as EDIT_FORMATS
+from app.view.outside_text import Over
 
 EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_EDITS = 0, 2, 3, 4
 FORMATS = ("auto", *EDIT_FORMATS)
@@ -72,7 +73,7 @@ def lenient_stdout() -> None:
             out.reconfigure(errors="backslashreplace")
 
 
-class Masked(io.TextIOBase):
+class Masked(Over):
     """stdout or stderr with every key value steer knows masked as *** (the streamed answer,
     --json, agents' and servers' words: app/core/text/masking.py), also when a write cuts a
     key in two. `end` writes what was held back as the possible start of a key."""
@@ -80,31 +81,18 @@ class Masked(io.TextIOBase):
     def __init__(self, raw: TextIO) -> None:
         from app.core.text.masking import StreamMask
 
-        self.raw = raw
+        super().__init__(raw)
         self._mask = StreamMask()
 
     def write(self, text: str) -> int:
         self.raw.write(self._mask.feed(text))
         return len(text)
 
-    def flush(self) -> None:
-        self.raw.flush()
-
     def end(self) -> None:
         held = self._mask.end()
         if held:
             self.raw.write(held)
         self.raw.flush()
-
-    def isatty(self) -> bool:
-        return self.raw.isatty()
-
-    def fileno(self) -> int:
-        return self.raw.fileno()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]  # a property on TextIOBase at run time
-        return self.raw.encoding
 
 
 @contextlib.contextmanager

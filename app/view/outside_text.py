@@ -208,17 +208,13 @@ def terminal_line(text: str, width: int, *, dim: bool = True) -> tuple[str, int]
     return "".join(out), cols
 
 
-class Shown(io.TextIOBase):
-    """A terminal stream everything written to passes `terminal` on: the CLI's stdout and
-    stderr when they are terminals, where its messages quote paths, file contents, servers'
-    errors and agents' words. `raw` is the terminal underneath (for steer's own sequences)."""
+class Over(io.TextIOBase):
+    """A text stream that writes through to `raw` (a terminal, a pipe), changing what is
+    written (subclasses' `write`) and nothing else: flush, isatty, fileno and encoding are
+    the stream underneath's."""
 
     def __init__(self, raw: TextIO) -> None:
         self.raw = raw
-
-    def write(self, text: str) -> int:
-        self.raw.write(terminal(text))
-        return len(text)
 
     def flush(self) -> None:
         self.raw.flush()
@@ -236,10 +232,20 @@ class Shown(io.TextIOBase):
         return self.raw.encoding
 
     def reconfigure(self, *, errors: str | None = None) -> None:
-        """As TextIOWrapper.reconfigure, on the terminal underneath."""
+        """As TextIOWrapper.reconfigure, on the stream underneath."""
         if not isinstance(self.raw, io.TextIOWrapper):
             raise AttributeError(f"{type(self.raw).__name__} has no reconfigure")
         self.raw.reconfigure(errors=errors)
+
+
+class Shown(Over):
+    """A terminal stream everything written to passes `terminal` on: the CLI's stdout and
+    stderr when they are terminals, where its messages quote paths, file contents, servers'
+    errors and agents' words. `raw` is the terminal underneath (for steer's own sequences)."""
+
+    def write(self, text: str) -> int:
+        self.raw.write(terminal(text))
+        return len(text)
 
 
 def underneath(stream: TextIO) -> TextIO:
