@@ -529,3 +529,10 @@ def test_undo_with_a_lost_journal_blob_says_so(repo):
     undo = steer(repo, "undo")
     assert undo.returncode == 4 and "Traceback" not in undo.stderr and "undo stopped" in undo.stderr
     assert (repo / "f.txt").read_text() == EXPECTED
+
+
+def test_steer_serve_names_a_replay_file_it_cannot_read(tmp_path):
+    out = steer(tmp_path, "serve", "--replay", str(tmp_path / "missing.txt"))
+    assert out.returncode == 2
+    assert "--replay" in out.stderr and "missing.txt: No such file or directory" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -289,7 +289,13 @@ def main(argv: list[str]) -> int:
         print(f"steer serve: binding {args.host}: other machines can connect (the token still "
               "applies)", file=sys.stderr)
     # newline="": the answer exactly as recorded (a bare CR is the model's, not a line end)
-    replay = open(args.replay, encoding="utf-8", newline="").read() if args.replay else None
+    replay = None
+    if args.replay:
+        try:
+            with open(args.replay, encoding="utf-8", newline="") as f:
+                replay = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            p.error(f"--replay {args.replay}: {exc.strerror if isinstance(exc, OSError) else exc}")
     server = ChatServer(replay=replay, rate=args.rate, model_path=args.model_path, host=args.host,
                         port=args.port,
                         # the token guards the model; a replay serves a file given here (tests)
