@@ -174,7 +174,7 @@ class HttpServer:
                 task.cancel()
             if self._connections:
                 await asyncio.wait(list(self._connections), timeout=2.0)
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # closing: a slow or broken peer is let go
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -220,7 +220,7 @@ class HttpServer:
             if pending:
                 self._unauthenticated -= 1
             writer.close()
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # the peer may be gone already: nothing to do
                 await writer.wait_closed()
 
     async def _read_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,

@@ -545,7 +545,7 @@ class MapBuilder:
         out = {p for p in paths if p.split("/")[0].lower() == ".git"}
         if self._git is None:
             return out | {p for p in paths if any(s in SKIP_DIRS for s in p.split("/")[:-1])}
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # git could not say (locked, gone): listed, as before
             out |= self._git.ignored([p for p in paths if p not in out])
         return out
 
