@@ -245,7 +245,9 @@ async def test_a_server_that_refuses_tools_gets_the_map_alone_said_once_and_reme
     openai_chat.NO_TOOLS.discard(server.base_url)
 
 
-async def test_esc_stops_a_look_up_round(rig, monkeypatch):
+@pytest.fixture
+def held_look_up(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Look-ups wait: `started` is set when one begins, and it runs once `release` is set."""
     started, release = threading.Event(), threading.Event()
     real = tools.run
 
@@ -255,6 +257,11 @@ async def test_esc_stops_a_look_up_round(rig, monkeypatch):
         return real(*a, **kw)
 
     monkeypatch.setattr(tools, "run", slow)
+    return started, release
+
+
+async def test_esc_stops_a_look_up_round(rig, held_look_up):
+    started, release = held_look_up
     calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py"}}]}
     session, server, _ = await rig(["", VERBOSE], tool_calls=calls)
     turn = session.start("look first")
@@ -396,16 +403,8 @@ def test_steer_run_no_tools_offers_none_and_the_map_still_goes(tree):
     assert report["map"].startswith("map: 35 files") and "look-ups off" in report["map"]
 
 
-async def test_a_redirect_during_a_look_up_round_starts_over(rig, monkeypatch):
-    started, release = threading.Event(), threading.Event()
-    real = tools.run
-
-    def slow(*a, **kw):
-        started.set()
-        release.wait(30)
-        return real(*a, **kw)
-
-    monkeypatch.setattr(tools, "run", slow)
+async def test_a_redirect_during_a_look_up_round_starts_over(rig, held_look_up):
+    started, release = held_look_up
     calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py"}}]}
     session, server, _ = await rig(["", VERBOSE], tool_calls=calls)
     first = session.start("look first")
