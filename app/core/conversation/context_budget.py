@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 
 from app.core.disk.snapshot import Snapshot
+from app.core.text.tokens import CHARS_PER_TOKEN, estimate_tokens  # noqa: F401 - context.py reads both here
 
-CHARS_PER_TOKEN = 3.5
 RESERVE = 0.25  # of the window, kept free for the answer
 
 # Context windows of the presets' usual models (tokens), as their providers publish them;
@@ -34,9 +34,6 @@ _DEFINITION = re.compile(
     r"^\s*(?:export\s+)?(?:async\s+)?(?:def|class|fn|func|function|interface|struct|enum|impl|trait"
     r"|type|module|public|private|protected|static)\b|^(?:[A-Za-z_][\w.]*\s*=|#{1,6}\s)")
 
-
-def estimate_tokens(text: str) -> int:
-    return int(len(text) / CHARS_PER_TOKEN) + 1 if text else 0
 
 
 def known_window(model: str) -> int | None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from app.core.knowledge.index import Index, folder
 from app.core.knowledge.rank import Ranking
+from app.core.text.tokens import estimate_tokens
 
-CHARS_PER_TOKEN = 3.5  # the estimate app/core/conversation/context_budget.py uses
 DEFAULT_BUDGET = 1500  # tokens; the embedded 8k-window model is given less by its caller
 FOLDER_SHARE = 0.3  # at most this much of the budget goes to the folder summary
 MAX_DEFS = (20, 8, 5)  # definitions shown per file: named, context, the rest
@@ -27,9 +27,6 @@ HEADER = ("Repository map: the files most relevant to this request, each with it
 HEADER_PATHS = ("Repository map (file names only; steer is still reading the definitions): the "
                 "files most relevant to this request, then the other files by folder.\n")
 
-
-def estimate_tokens(text: str) -> int:
-    return int(len(text) / CHARS_PER_TOKEN) + 1 if text else 0
 
 
 @dataclass(frozen=True)
