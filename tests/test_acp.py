@@ -192,6 +192,7 @@ async def test_a_partly_accepted_write_says_so(repo, tmp_path, agent_log):
     try:
         session.start("edit")
         await until(lambda: session.agent.writes)
+        await session.arrivals.settle()  # checked against the disk: the hunks the user sees
         first, second = session.pending.hunks
         session.review.accept([first.id])
         await asyncio.sleep(0.2)

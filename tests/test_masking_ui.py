@@ -35,7 +35,7 @@ def starts_of_key(text: str) -> list[str]:
 
 async def test_no_frame_of_the_conversation_shows_the_key_or_part_of_it(tmp_path, known_key):
     root = init_repo(tmp_path / "r", {"calc.py": "def f():\n    return 1\n"})
-    server = ChatServer(replay=ANSWER, rate=80)
+    server = ChatServer(replay=ANSWER, rate=40)
     await server.start()
     try:
         app = SteerApp(root, OpenAIChat(server.base_url, "replay"), context=["calc.py"],
@@ -49,7 +49,7 @@ async def test_no_frame_of_the_conversation_shows_the_key_or_part_of_it(tmp_path
                 await pilot.pause(0.005)
             await until(pilot, lambda: view.text.count(masking.MASK) >= 3)
             seen.append(view.text)
-            assert len(seen) > 10  # the answer was watched as it streamed
+            assert len(set(seen)) >= 3  # the answer was watched as it streamed
             assert all(not starts_of_key(t) for t in seen), [t for t in seen if starts_of_key(t)]
             assert "your key *** and it works" in view.text
             assert "once more: ***" in view.text  # the last words, held until the end, are shown
