@@ -69,6 +69,8 @@ class Capabilities:
     # continue_from() takes up a conversation the server keeps by the response id Done gave
     # (a session resumed in a new process goes on sending only what is new)
     continue_from: bool = False
+    # runs several answers at once (parallel variants: app/core/variants)
+    parallel: bool = True
 
 
 class SteerRefused(RuntimeError):

@@ -166,6 +166,9 @@ class Conversation:
         # None: no map), and the one the request now streaming brings it to
         self.map_version: int | None = None
         self.map_next: int | None = None
+        # told with the next question, until one reaches the model (what a set of variants
+        # left: app/core/variants/group.py)
+        self.notes: list[str] = []
         # what the request now streaming tells (kept once it reached the conversation: a
         # request that failed told the model nothing)
         self._telling: Telling = (None, set())
@@ -203,7 +206,8 @@ class Conversation:
             rules = prompts.system_prompt(fmt)
             text = prompts.next_message(
                 instruction, self.files.unseen(snapshots), outlines,
-                decided=prompts.decisions(self.untold(pending)), interrupted=interrupted,
+                decided="\n".join(filter(None, [prompts.decisions(self.untold(pending)),
+                                                 *self.notes])), interrupted=interrupted,
                 rules=None if rules == self.system else rules)
             texts = [self.system or "", *map(_text, self.history), text]
             if budgets.Budget(sum(map(budgets.estimate_tokens, texts)), window, {}).fits(0):
@@ -243,7 +247,7 @@ class Conversation:
         the id the server keeps it by; `exchange`: its look-up rounds' calls and outputs,
         as the back-end sent them, and `answer` the text after them)."""
         self.history = [*messages[1:], *exchange, {"role": "assistant", "content": answer}]
-        self.response_id = rid
+        self.response_id, self.notes = rid, []
         self.map_version, self.map_next = self.map_next, None
         shown, told = self._telling
         if shown is not None:
@@ -261,4 +265,4 @@ class Conversation:
     def reset(self) -> None:
         self.system, self.history, self.rejections = None, [], []
         self.response_id = self.map_version = self.map_next = None
-        self.told, self.files.shown = set(), {}
+        self.told, self.files.shown, self.notes = set(), {}, []

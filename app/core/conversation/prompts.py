@@ -221,6 +221,10 @@ def decisions(hunks: Iterable[Hunk]) -> str:
     parts = []
     if accepted:
         parts.append(f"- accepted (already applied to the file): {', '.join(accepted)}")
+    superseded = [_where(h) for h in hunks if h.state == HunkState.SUPERSEDED]
+    if superseded:
+        parts.append("- superseded (another variant's change was taken there instead): "
+                     + ", ".join(superseded))
     rejected = rejected_lines(hunks)
     if rejected:
         parts.append("- rejected (do not propose again):\n" + "\n".join(

@@ -99,6 +99,9 @@ class PendingDiff:
         # told of each live rebase (path, the disk snapshot or None when gone, why): the
         # session's log records it so that a resume replays it (app/core/conversation/log.py)
         self.on_rebase: Callable[[str, Snapshot | None, str], None] | None = None
+        # told after each live rebase of a file (app/core/variants relabels the conflicts a
+        # sibling variant's accept made as superseded)
+        self.after_rebase: Callable[[FileDiff], None] | None = None
 
     def begin_turn(self) -> None:
         """A new answer (redirect or follow-up) starts streaming into this diff."""

@@ -23,6 +23,7 @@ class Owner(Protocol):
     bases: dict[str, Snapshot]  # each file's base (a rebase moves it)
     dropped: set[int]  # hunk ids that vanished
     on_rebase: Callable[[str, Snapshot | None, str], None] | None  # told of each live rebase
+    after_rebase: Callable[[FileDiff], None] | None  # told when it is done
 
     def next_id(self) -> int: ...
     def bump(self, path: str | None = None) -> int: ...

@@ -20,9 +20,12 @@ class HunkState(StrEnum):
     REJECTED = "rejected"
     CONFLICT = "conflict"  # the region changed on disk too: old is yours, new is the proposal
     STALE = "stale"  # the file was deleted or renamed outside steer (the note says which)
+    # another variant's accepted hunk took this region (app/core/variants): shown, not
+    # acceptable until that accept is undone; `old` is that variant's text now on disk
+    SUPERSEDED = "superseded"
 
 
-DECIDED = frozenset({HunkState.ACCEPTED, HunkState.REJECTED})
+DECIDED = frozenset({HunkState.ACCEPTED, HunkState.REJECTED, HunkState.SUPERSEDED})
 OPEN = frozenset({HunkState.PENDING, HunkState.CONFLICT, HunkState.STALE})
 
 

@@ -101,12 +101,16 @@ def apply(fd: FileDiff, read: DiskRead) -> Rebased:
     if fd.owner.on_rebase is not None:  # the session log keeps what the file was moved onto
         fd.owner.on_rebase(fd.path, read.snapshot, read.reason)
     if read.snapshot is None:
-        return mark_gone(fd, read.reason)
-    expect = expectation(fd)
-    user = read.user
-    if user is None or read.token != expect.token:  # an accept or rebase ran meanwhile
-        user = line_diff(expect.lines, read.snapshot.lines)
-    return _Rebase(fd, read.snapshot, expect.lines, user).run()
+        out = mark_gone(fd, read.reason)
+    else:
+        expect = expectation(fd)
+        user = read.user
+        if user is None or read.token != expect.token:  # an accept or rebase ran meanwhile
+            user = line_diff(expect.lines, read.snapshot.lines)
+        out = _Rebase(fd, read.snapshot, expect.lines, user).run()
+    if fd.owner.after_rebase is not None:
+        fd.owner.after_rebase(fd)
+    return out
 
 
 def rebase_file(fd: FileDiff, disk: Snapshot) -> Rebased:
