@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from app.cli.accepting import accept_all, left_open, report_accept
 from app.cli.common import (
     EXIT_EDITS,
     EXIT_OK,
@@ -59,6 +60,13 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="how an --agent's permission requests are answered (default: reject once)")
     p.add_argument("--resume", metavar="ID", help="continue this saved session (steer sessions)")
     p.add_argument("--no-save", action="store_true", help="do not save this run as a session")
+    p.add_argument("--check", metavar="CMD",
+                   help="run CMD (a shell command line) on each finished variant in a throwaway "
+                        "git worktree and write the first variant it passes (exit 0)")
+    p.add_argument("--check-timeout", type=float, default=120.0, metavar="S",
+                   help="seconds a check may run before it is killed with its children "
+                        "(default 120)")
+    p.add_argument("--pick", type=int, metavar="K", help="write variant K (with --variants)")
     p.add_argument("--no-tools", action="store_true",
                    help="do not let the model read, grep or list files itself (the repository "
                         "map still goes with the request); config: tools = false")
@@ -125,6 +133,14 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         await provider.aclose()
         return refused
     held.append(knowledge_for(settings, ws.root).start())
+    from app.providers.factory import variant_count
+
+    if variant_count(settings) > 1 or args.check or args.pick is not None:
+        from app.cli.run_variants import run_variants
+
+        await provider.aclose()
+        await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE)
+        return await run_variants(args, ws, settings, held, state)
     session = None
     try:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
@@ -205,21 +221,21 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
             code = EXIT_EDITS
         if args.accept == "all":
             stop_point("run:accepting")
-            outcome = _accept_all(session.review, ws)
+            outcome = accept_all(session.review, ws)
             state["outcome"] = outcome
             if not outcome.ok:
                 code = EXIT_EDITS
     for err in pending.errors:
         print(f"steer: edit refused: {err.message}", file=sys.stderr)
     if outcome is not None:
-        _report_accept(outcome)
-        left = _left(pending)
+        report_accept(outcome)
+        left = left_open(pending)
         for line in left:  # not everything proposed was written (rule 9): one line per file
             print(f"steer: not written: {line}", file=sys.stderr)
         if left:
             code = code or EXIT_EDITS
     elif turn.complete and pending.hunks:  # the user's choice: said, and no failure
-        for line in _left(pending, flagged=True):  # what an accept would leave: said now
+        for line in left_open(pending, flagged=True):  # what an accept would leave: said now
             print(f"steer: needs a look: {line}", file=sys.stderr)
         files = {h.path for h in pending.hunks}
         print(f"steer: nothing written (--accept none): {len(pending.hunks)} hunk(s) in "
@@ -254,63 +270,6 @@ def _permission_answerer(session, policy: str):
         print(f"\nsteer: {how} the agent's request: {req.title}{hint}", file=sys.stderr)
 
     return answer
-
-
-def _accept_all(review, ws):
-    """Accept everything; whatever goes wrong, say exactly which files were written."""
-    from app.core.conversation.review import Outcome
-
-    try:
-        return review.accept_all()
-    except Exception as exc:  # a full disk, a lock held too long, a bug: never a traceback
-        out = Outcome(messages=[f"the accept stopped: {type(exc).__name__}: {exc}"])
-        try:
-            for e in review.journal.recover(ws):
-                out.written += e.written
-                out.not_written += e.notes
-                out.recovered.append(f"completed the interrupted accept ({e.label})")
-        except Exception as again:  # as above: said, never a traceback
-            out.messages.append(f"it is not complete ({again}); any steer command that writes, "
-                                "or `steer undo`, completes it")
-        return out
-
-
-def _left(pending, flagged: bool = False) -> list[str]:
-    """After --accept all: each file with hunks still open, and why each was left
-    (`flagged`: only those a bulk accept would leave: conflicts, flagged hunks)."""
-    from app.core.edits.hunks import OPEN, HunkState
-
-    why = {HunkState.CONFLICT: "conflicts with your change on disk", HunkState.STALE: "stale"}
-    lines = []
-    for fd in pending.files.values():
-        open_ = [h for h in fd.hunks if h.state in OPEN and
-                 (not flagged or h.warning or h.state != HunkState.PENDING)]
-        if not open_:
-            continue
-        parts = []
-        for h in open_:
-            if h.state == HunkState.PENDING:
-                reason = (f"{h.warning} (left for a deliberate accept)" if h.warning else
-                          "the answer stopped inside it" if h.incomplete else "not accepted")
-            else:
-                reason = f"{why[h.state]}: {h.note}" if h.note else why[h.state]
-            parts.append(f"hunk #{h.id} at line {h.base_start + 1}: {reason}")
-        lines.append(f"{fd.path}: {len(open_)} hunk(s) left: " + "; ".join(parts))
-    return lines
-
-
-def _report_accept(out) -> None:
-    for msg in out.recovered:
-        print(f"steer: {msg}", file=sys.stderr)
-    for msg in out.messages:
-        print(f"steer: {msg}", file=sys.stderr)
-    if out.written:
-        print(f"steer: accepted {len(out.accepted)} hunk(s), wrote {', '.join(out.written)}",
-              file=sys.stderr)
-    for why in out.not_written:
-        print(f"steer: not written: {why}", file=sys.stderr)
-    if out.written and not out.ok:
-        print("steer: `steer undo` reverts the files that were written", file=sys.stderr)
 
 
 def _open_for_staging(args: argparse.Namespace, ws):

@@ -36,6 +36,7 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.provider import Provider
+from app.core.text.textfile import encode
 
 MAX_VARIANTS = 8
 
@@ -375,3 +376,18 @@ def summary(v: Variant) -> dict:
         "open": sum(1 for h in hunks if h.state in OPEN),
         "lines": sum(len(h.new) + len(h.old) for h in hunks),
     }
+
+
+def final_files(pending: PendingDiff) -> dict[str, bytes | None]:
+    """Each file as the variant's whole proposal makes it (None: it deletes the file), in
+    the file's own encoding and line endings: what a check runs against."""
+    out: dict[str, bytes | None] = {}
+    for fd in pending.files.values():
+        if not fd.hunks and not fd.move_to:
+            continue
+        body = None if fd.deleted else encode(fd.proposal(), fd.base.fmt, fd.base.lines)
+        if fd.move_to:
+            out[fd.path], out[fd.move_to] = None, body
+        else:
+            out[fd.path] = body
+    return out
