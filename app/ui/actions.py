@@ -45,6 +45,8 @@ class State(Protocol):
     def failed(self) -> bool: ...  # the last request failed before any answer: it can be resent
     @property
     def asking(self) -> bool: ...  # an agent waits for an answer to a permission request
+    @property
+    def has_variants(self) -> bool: ...  # a set of variants is on screen
 
 
 WHEN: dict[str, Callable[[State], bool]] = {
@@ -60,6 +62,7 @@ WHEN: dict[str, Callable[[State], bool]] = {
     "refused": lambda s: s.any_refused,
     "failed": lambda s: s.failed,
     "asking": lambda s: s.asking,
+    "variants": lambda s: s.has_variants,
 }
 
 
@@ -192,6 +195,23 @@ ACTIONS: tuple[Action, ...] = (
     Action("focus_conversation", "ctrl+o", "screen", "screen.focus_conversation", "Conversation",
            "go to the conversation (j/k move between edit cards, Enter shows one in the diff)",
            "App", "Focus conversation", show=False),
+    # variants: one instruction answered several times at once (app/core/variants)
+    Action("send_variants", "f3", "prompt", "screen.send_variants", "Variants", "send the message "
+           "as several answers at once, each into its own change set (steer --variants N sets "
+           "how many, 3 otherwise); take hunks from any of them", "Variants", "Send as variants",
+           bar=1),
+    Action("next_variant", "right_square_bracket", "screen", "screen.next_variant", "Next variant",
+           "show the next variant's answer and diff", "Variants", "Next variant",
+           when="variants", bar=1),
+    Action("prev_variant", "left_square_bracket", "screen", "screen.prev_variant", "Prev variant",
+           "show the previous variant", "Variants", "Previous variant", when="variants", show=False),
+    Action("compare", "equals_sign", "screen", "screen.compare", "Compare", "the region under the "
+           "diff's cursor as each variant writes it, side by side", "Variants", "Compare variants",
+           when="variants", bar=1),
+    Action("check_variants", "exclamation_mark", "screen", "screen.check_variants", "Check",
+           "run the check command (steer --check CMD, or check in the config) on every finished "
+           "variant, each in a throwaway git worktree; the tabs mark which passed", "Variants",
+           "Check the variants", when="variants"),
     Action("rewind", "ctrl+b", "screen", "screen.rewind", "Rewind", "rewind to before a turn "
            "(every turn is a checkpoint): the conversation, the files steer wrote, or both; redo",
            "App", "Rewind to before a turn", when="idle", show=False),
@@ -209,7 +229,9 @@ BY_ID = {a.id: a for a in ACTIONS}
 
 _KEY_NAMES = {"down": "↓", "up": "↑", "left": "←", "right": "→", "question_mark": "?",
               "slash": "/", "escape": "Esc", "enter": "Enter", "space": "Space", "tab": "Tab",
-              "pagedown": "PgDn", "pageup": "PgUp", "delete": "Del", "backspace": "⌫"}
+              "pagedown": "PgDn", "pageup": "PgUp", "delete": "Del", "backspace": "⌫",
+              "left_square_bracket": "[", "right_square_bracket": "]", "equals_sign": "=",
+              "exclamation_mark": "!"}
 
 
 def pretty_keys(keys: str, first: bool = False) -> str:

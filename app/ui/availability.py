@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from app.core.conversation.session import Session
+from app.core.variants.group import Variants
 from app.core.edits.hunks import OPEN, HunkState
 from app.core.git.live_tree import LiveTree
 
@@ -24,14 +25,22 @@ class Cursor(Protocol):
 
 
 class Availability:
-    def __init__(self, session: Session, live: LiveTree) -> None:
-        self.session = session
+    def __init__(self, variants: Variants, live: LiveTree) -> None:
+        self.variants = variants
         self.live = live
         self.review: Cursor | None = None  # None until the review is on screen
 
     @property
+    def session(self) -> Session:
+        return self.variants.session
+
+    @property
     def streaming(self) -> bool:
-        return self.session.streaming
+        return self.variants.streaming  # any variant: Esc stops them all
+
+    @property
+    def has_variants(self) -> bool:
+        return self.variants.active
 
     @property
     def hunk_open(self) -> bool:

@@ -11,6 +11,7 @@ answer ends the key bar and the conversation say what waits and which key goes t
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
@@ -26,10 +27,14 @@ from textual.widgets import Header, Input
 
 from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
+from app.core.provider import Provider
+from app.core.variants.check import CheckResult, Checks, command_error, refusal
+from app.core.variants.group import Variants, VariantsRefused, final_files
 from app.ui import actions
 from app.ui.availability import Availability
 from app.ui.compat import FrameTickScreen, shutting_down
 from app.ui.dialogs import rewind
+from app.ui.dialogs.compare import CompareScreen
 from app.ui.gc_policy import AnswerGC
 from app.ui.messages import SessionChanged
 from app.ui.panes.composer import Composer
@@ -45,12 +50,16 @@ from app.ui.widgets.queue_view import QueueView
 from app.ui.widgets.stream_view import StreamView
 from app.view.frames import Frame, FrameSync
 from app.view.outside_text import name
-from app.view.status import waiting_note
+from app.view import variants as shown_variants
+from app.view.status import Part, StatusLine, waiting_note
 from app.view.welcome import Row as WelcomeRow
 
 IDLE_TICK = 1 / 10  # the clock in the status line, when nothing else wakes the screen
 GC_AFTER = 0.5
 NARROW, MEDIUM = 100, 140  # columns: below NARROW the tree starts folded, panes slimmer below MEDIUM
+# the back-ends a set of N variants asks: variant 1's when it is not the session's own
+# (--variant-models names it), and the others'; raises ValueError with a reason
+VariantBackends = Callable[[int], tuple[Provider | None, list[Provider]]]
 AREAS = ((PromptInput, "prompt"), (DiffView, "diff"), (FileTree, "tree"), (QueueView, "queue"),
          (StreamView, "conversation"))  # where keys go, by the widget that has the focus
 
@@ -69,16 +78,21 @@ class MainScreen(FrameTickScreen):
     status = getters.query_one("#status", Line)
     key_bar = getters.query_one(KeyBar)
 
-    def __init__(self, session: Session, *, context: Iterable[str] = (), watch_files: bool = True,
+    def __init__(self, variants: Variants, *, context: Iterable[str] = (), watch_files: bool = True,
                  blink: bool = True, welcome: list[WelcomeRow] | None = None,
-                 keys: dict[str, str] | None = None) -> None:
+                 keys: dict[str, str] | None = None, ask: VariantBackends | None = None,
+                 check: tuple[str | None, float] = (None, 120.0)) -> None:
         super().__init__(id="main-screen")
-        self.session = session
+        self.variants = variants
+        session = variants.session
+        self.ask = ask  # the back-ends a set of variants asks (the CLI builds them)
+        self.check, self.check_timeout = check  # the command F3's sets are checked with (!)
+        self.checks: dict[int, CheckResult] = {}  # this set's results, by variant
         self.welcome = welcome or []  # the conversation pane's first screen (no message yet)
         self.key_names = keys or actions.key_names()  # action id -> keys bound (the retry hint names one)
         self.sync = FrameSync(session)
-        self.live = LiveTree(session.ws, lambda: session.pending, session.write_lock)
-        self.availability = Availability(session, self.live)
+        self.live = LiveTree(session.ws, lambda: variants.session.pending, session.write_lock)
+        self.availability = Availability(variants, self.live)
         self._initial_context = list(context)
         self.watch_files = watch_files
         self.blink = blink  # snapshot tests turn the cursor blink off
@@ -89,6 +103,11 @@ class MainScreen(FrameTickScreen):
         self._tree_from: Widget | None = None  # what had the keys when Ctrl+T showed the tree
         self._bindings_state: tuple[object, ...] | None = None
 
+    @property
+    def session(self) -> Session:
+        """The session on screen: the variant shown, or the only one."""
+        return self.variants.session
+
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
@@ -97,10 +116,10 @@ class MainScreen(FrameTickScreen):
         with Horizontal(id="main"):
             yield FilesPane(self.session.ws.root.name, self.live, follow_disk=self.watch_files,
                             id="left").data_bind(MainScreen.narrow)
-            yield ReviewPane(self.session, self.live, self.availability, id="center")
-            yield ConversationPane(self.session, self.welcome, id="side")
+            yield ReviewPane(self.variants, self.live, self.availability, id="center")
+            yield ConversationPane(self.variants, self.welcome, id="side")
         yield Line(id="status")
-        yield Composer(self.session, self.key_names, blink=self.blink)
+        yield Composer(self.variants, self.key_names, blink=self.blink)
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
@@ -112,6 +131,7 @@ class MainScreen(FrameTickScreen):
         self.key_bar.set_where(self.focus_area)
         self._place_tree()
         self.session.on_data = self._wake
+        self.variants.on_change = self._variants_changed
         self.sync.retry_hint = self.composer.retry_hint
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)
@@ -174,7 +194,9 @@ class MainScreen(FrameTickScreen):
         if f.title is not None:
             self.conversation.set_title(f.title)
         if f.status is not None:
-            self.status.set(f.status)
+            self.status.set(self._with_variant(f.status))
+        if self.variants.active or f.status is not None:
+            self._show_variants()
         if f.status is not None or f.started is not None or f.ended:
             self._show_where()  # what waits in the review changed, or whether it streams
         if f.changed and self.on_frame is not None:
@@ -328,7 +350,7 @@ class MainScreen(FrameTickScreen):
             self.composer.finish_editing(None)
         elif self.focus_area == "queue":
             self.composer.focus()
-        elif self.session.interrupt():
+        elif self.variants.interrupt():
             self.frame()  # settle now, not on the next tick
 
     def action_back(self) -> None:
@@ -373,6 +395,102 @@ class MainScreen(FrameTickScreen):
             self.review.reset("Rewound.")
         self.frame(force_status=True)
         await self.review.check_undo()
+
+    # -- variants (app/core/variants): asked at once, shown one at a time -----------------
+    @on(Composer.AskVariants)
+    def _ask_variants(self, event: Composer.AskVariants) -> None:
+        if self.ask is None:
+            self.notify("variants need a back-end steer can open again", severity="error")
+            return
+        try:
+            first, siblings = self.ask(event.n)
+            self.variants.ask(event.text, siblings, first)
+        except (VariantsRefused, ValueError) as exc:
+            self.notify(str(exc), title="No variants", severity="error", timeout=8)
+            return
+        self.checks = {}
+        self.post_message(SessionChanged(force_status=False))
+
+    def action_send_variants(self) -> None:
+        if not self.composer.prompt.value.strip():
+            self.notify("type the instruction first, then F3 sends it as variants", timeout=4)
+            return
+        self.composer.prompt.action_send_variants()
+
+    def action_next_variant(self) -> None:
+        self.variants.step(1)
+
+    def action_prev_variant(self) -> None:
+        self.variants.step(-1)
+
+    def _variants_changed(self) -> None:
+        """Another variant on screen, or the set began or ended: read it from its start."""
+        if self.sync.session is not self.session:
+            selected = self.review.selected
+            self.sync = FrameSync(self.session, mode=self.sync.mode)
+            self.sync.retry_hint = self.composer.retry_hint
+            self.session.on_data = self._wake
+            self.conversation.clear()
+            self.files_pane.reset()
+            self.review.reset("")
+            pending = self.session.pending
+            if selected and pending is not None and selected in pending.files:
+                self.review.select(selected, None, manual=False)
+        self.frame(force_status=True)
+        self._show_where()
+
+    def _with_variant(self, status: str) -> str:
+        if not self.variants.active:
+            return status
+        parts = status.parts if isinstance(status, StatusLine) else (Part(status, 1),)
+        return StatusLine([Part(shown_variants.where(self.variants), 0), *parts])
+
+    def _show_variants(self) -> None:
+        active = self.variants.active
+        self.review.show_tabs(shown_variants.tabs(self.variants, self.checks) if active else "")
+        self.conversation.show_variants("\n".join(
+            shown_variants.card(v, i == self.variants.shown, self.checks.get(v.index))
+            for i, v in enumerate(self.variants.items)) if active else "")
+
+    def action_compare(self) -> None:
+        hunk, path = self.review.diff.hunk, self.review.selected
+        if hunk is None or path is None:
+            self.notify("put the diff's cursor on a hunk to compare the variants there", timeout=4)
+            return
+        self.app.push_screen(CompareScreen(path, hunk.base_start, self.variants.region(path, hunk)))
+
+    def action_check_variants(self) -> None:
+        if not self.check:
+            self.notify("no check command: start steer with --check CMD, or set check = \"...\" in "
+                        "the config", severity="warning", timeout=8)
+            return
+        self.run_worker(self._run_checks(self.check), group="checks", exclusive=True)
+
+    async def _run_checks(self, cmd: str) -> None:
+        """The check on every variant that finished, each in a throwaway worktree."""
+        done = [v for v in self.variants.items if v.session.turn is not None
+                and v.session.turn.complete and v.session.pending is not None]
+        root = self.session.ws.root
+        why = command_error(cmd) or await asyncio.to_thread(refusal, root)
+        if why or not done:
+            self.notify(why or "no variant has finished yet", severity="warning", timeout=8)
+            return
+        self.notify(f"checking {len(done)} variant(s): {cmd}", timeout=3)
+        checks = Checks(root, cmd, timeout=self.check_timeout)
+        try:
+            for v in done:
+                assert v.session.pending is not None
+                checks.start(v.index, final_files(v.session.pending))
+            checks.close_starts()
+            results = await checks.run_all()
+        finally:
+            await checks.aclose()
+        self.checks.update({r.variant: r for r in results})
+        passed = [str(r.variant) for r in results if r.passed]
+        self.notify(f"check passed on variant {', '.join(passed)}" if passed else
+                    "the check failed on every variant", timeout=6,
+                    severity="information" if passed else "warning")
+        self._show_variants()
 
     # -- availability (the action table's conditions: app/ui/availability.py) -------------
     def refresh_bindings(self) -> None:

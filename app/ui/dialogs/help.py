@@ -14,7 +14,7 @@ from textual.widgets import Label, Static
 
 from app.ui.actions import ACTIONS, pretty_keys
 
-SECTIONS = ["Prompt", "Review", "Git", "Files", "Queue", "App"]
+SECTIONS = ["Prompt", "Review", "Variants", "Git", "Files", "Queue", "App"]
 
 
 class HelpScreen(ModalScreen[None]):

@@ -25,6 +25,7 @@ from textual.message import Message
 from textual.widgets import Input
 
 from app.core.conversation.session import ContextError, Session
+from app.core.variants.group import Variants
 from app.core.conversation.turn import Turn
 from app.ui import actions
 from app.ui.compat import alive
@@ -51,19 +52,34 @@ class Composer(Vertical):
         editing: bool
 
     @dataclass
+    class AskVariants(Message):
+        """Send `text` as `n` variants (the screen holds the back-ends to ask)."""
+
+        text: str
+        n: int
+
+    @dataclass
     class ContextChanged(Message):
         """The files in the model's context changed (the tree marks them)."""
 
         paths: set[str]
 
-    def __init__(self, session: Session, key_names: dict[str, str], *, blink: bool = True,
+    def __init__(self, variants: Variants, key_names: dict[str, str], *, blink: bool = True,
                  id: str | None = None) -> None:
         super().__init__(id=id)
-        self.session = session
+        self.variants = variants
         self.key_names = key_names  # action id -> keys bound now (the retry key is named)
         self.blink = blink  # snapshot tests turn the cursor blink off
         self.editing: tuple[int, str] | None = None  # a queued message back in the prompt
+        # how many variants a new instruction is asked as (`steer --variants N`), and F3's
+        self.default_variants = 1
+        self.key_variants = 3
         self._context_shown: set[str] | None = None
+
+    @property
+    def session(self) -> Session:
+        """The session on screen: the variant shown, or the only one (app/core/variants)."""
+        return self.variants.session
 
     def compose(self) -> ComposeResult:
         yield Line(id="context")
@@ -144,26 +160,39 @@ class Composer(Vertical):
         else:
             self.send(text)
 
+    @on(PromptInput.SendVariants)
+    def _send_variants(self, event: PromptInput.SendVariants) -> None:
+        if self.editing is not None:
+            self.finish_editing(event.text)
+            return
+        self.send(event.text, self.key_variants)
+
     @on(PromptInput.ShowPaste)
     def _show_paste(self, event: PromptInput.ShowPaste) -> None:
         self.app.push_screen(PasteView(event.paste))
 
     # -- sending ---------------------------------------------------------------------------
-    def send(self, text: str) -> None:
-        """Send a message; its @paths join the context first (asking about any file the
-        model's context window cannot take whole)."""
+    def send(self, text: str, variants: int = 0) -> None:
+        """Send a message (as `variants` answers at once; 0: as many as a new instruction
+        gets); its @paths join the context first (asking about any file the model's context
+        window cannot take whole)."""
         prompt = self.prompt
         prompt.remember(text)  # Up recalls it
         new = [raw for raw in prompt.mentions(text) if self._known(raw) not in self.session.context]
-        self.add_each(new, lambda: self._send(text))
+        self.add_each(new, lambda: self._send(text, variants))
 
-    def _send(self, text: str) -> None:
+    def _send(self, text: str, variants: int = 0) -> None:
         session = self.session
         if not session.context and not session.streaming and session.pending is None:
             self.notify("No files in the context: the model sees only your message. "
                         "Add files with @path, or c in the tree.", severity="warning", timeout=6)
+        going_on = self.variants.streaming or self.variants.open_hunks  # the set takes it
+        n = variants or (1 if going_on else self.default_variants)
+        if n > 1:
+            self.post_message(self.AskVariants(text, n))
+            return
         try:
-            session.start(text)
+            self.variants.start(text)
         except ContextError as exc:
             self.notify(str(exc), severity="error")
             return

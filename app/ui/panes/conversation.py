@@ -15,8 +15,10 @@ from typing import Self
 from textual import getters
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widgets import Static
 
 from app.core.conversation.session import Session
+from app.core.variants.group import Variants
 from app.ui.compat import FrameTickScreen
 from app.ui.dialogs.permission import PermissionScreen
 from app.ui.messages import SessionChanged
@@ -24,6 +26,7 @@ from app.ui.widgets.line import Line
 from app.ui.widgets.queue_view import QueueView
 from app.ui.widgets.stream_view import StreamView
 from app.view.frames import Piece
+from app.view.outside_text import to_text
 from app.view.welcome import Row as WelcomeRow
 
 
@@ -33,13 +36,26 @@ class ConversationPane(Vertical):
     queue = getters.query_one(QueueView)
     queue_heading = getters.query_one("#queue-title", Line)
 
-    def __init__(self, session: Session, welcome: list[WelcomeRow], *, id: str | None = None) -> None:
+    DEFAULT_CSS = """
+    ConversationPane > #variant-cards { height: auto; max-height: 16; display: none;
+                                        padding: 0 1; border-bottom: solid $primary 40%; }
+    ConversationPane > #variant-cards.-shown { display: block; }
+    """
+
+    def __init__(self, variants: Variants, welcome: list[WelcomeRow], *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.session = session
+        self.variants = variants
         self.welcome = welcome  # the first screen (no message yet)
+        self._cards = ""
+
+    @property
+    def session(self) -> Session:
+        """The session on screen: the variant shown, or the only one (app/core/variants)."""
+        return self.variants.session
 
     def compose(self) -> ComposeResult:
         yield Line("Conversation", id="stream-title", classes="pane-title")
+        yield Static(id="variant-cards")
         stream = StreamView(id="stream")
         stream.welcome = self.welcome
         yield stream
@@ -75,6 +91,15 @@ class ConversationPane(Vertical):
                 view.set_tail(p.text)
             else:
                 view.write(p.text, p.style)
+
+    def show_variants(self, cards: str) -> None:
+        """One card per variant over the answer shown ("" when there is no set)."""
+        if cards == self._cards:
+            return
+        self._cards = cards
+        box = self.query_one("#variant-cards", Static)
+        box.set_class(bool(cards), "-shown")
+        box.update(to_text(cards))
 
     def set_title(self, title: str) -> None:
         self.heading.set(title)

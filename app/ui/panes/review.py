@@ -29,6 +29,7 @@ from textual.widgets import Static
 
 from app.core.conversation.review import AcceptPlan, Outcome, pick_lines
 from app.core.conversation.session import Session
+from app.core.variants.group import Variants
 from app.core.disk.editor import edit_lines, editor_command
 from app.core.disk.journal import UndoRefused
 from app.core.disk.repo_lock import Busy
@@ -82,10 +83,10 @@ class ReviewPane(Vertical):
 
         path: str
 
-    def __init__(self, session: Session, live: LiveTree, state: actions.State, *,
+    def __init__(self, variants: Variants, live: LiveTree, state: actions.State, *,
                  id: str | None = None) -> None:
         super().__init__(id=id)
-        self.session = session
+        self.variants = variants
         self.live = live
         self.state = state  # what the action table's conditions read (the screen's)
         self.selected: str | None = None
@@ -94,8 +95,14 @@ class ReviewPane(Vertical):
         self._elsewhere = ""  # where the answer writes, when the review is not following it
         self._can_undo = False  # the journal holds an accept to undo (checked in a thread)
 
+    @property
+    def session(self) -> Session:
+        """The session on screen: the variant shown, or the only one (app/core/variants)."""
+        return self.variants.session
+
     def compose(self) -> ComposeResult:
         yield Line(HEADS["pending"], id="diff-title", classes="pane-title")
+        yield Line(id="variant-tabs", classes="pane-title")
         yield DiffView(id="diff")
         yield Static(id="line-preview")
 
@@ -216,6 +223,13 @@ class ReviewPane(Vertical):
                 self.notify(f"{r.path}: {r.stale}", severity="warning", timeout=8)
         if update.git_changed and self.view != "pending" and self.selected:
             self.run_worker(self._show_git_view(self.selected), group="gitview", exclusive=True)
+
+    def show_tabs(self, tabs: str) -> None:
+        """The variants over the diff ("" when there is no set)."""
+        line = self.query_one("#variant-tabs", Line)
+        line.set(tabs)
+        if line.display != bool(tabs):
+            line.display = bool(tabs)
 
     def reset(self, message: str) -> None:
         """The session was rebuilt (a rewind): nothing selected, following again."""
@@ -444,7 +458,7 @@ class ReviewPane(Vertical):
     async def action_undo(self) -> None:
         """The last accept, this session's or an earlier one's: the same as `steer undo`."""
         try:
-            label = await self.session.undo()
+            label = await self.variants.undo()
         except (UndoRefused, Busy, OSError) as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return

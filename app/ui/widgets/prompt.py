@@ -102,6 +102,12 @@ class PromptInput(Input):
         text: str
 
     @dataclass
+    class SendVariants(Message):
+        """The message, to be answered as several variants at once."""
+
+        text: str
+
+    @dataclass
     class Review(Message):
         """Tab in an empty prompt: the user wants to review (while it streams, too)."""
 
@@ -178,6 +184,12 @@ class PromptInput(Input):
 
     async def action_submit(self) -> None:
         self.post_message(self.Submitted(self, self._sent(), None))
+
+    def action_send_variants(self) -> None:
+        text = self._sent()
+        if text:
+            self.value = ""
+            self.post_message(self.SendVariants(text))
 
     def on_focus(self) -> None:
         self.cursor_position = len(self.value)  # back to a draft: carry on where it ends

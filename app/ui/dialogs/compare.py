@@ -1,0 +1,53 @@
+"""Compare variants: the region under the diff's cursor as each variant writes it, side by
+side, one column per variant. What the models wrote is outside text: shown through
+app/view/outside_text.py, never read as markup."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+from app.core.variants.group import Variant
+from app.view.outside_text import name, to_text
+from app.view.variants import state_mark
+
+
+class CompareScreen(ModalScreen[None]):
+    """Esc, q or = closes it; nothing is decided here."""
+
+    DEFAULT_CSS = """
+    CompareScreen { align: center middle; }
+    #compare-box { width: 96%; height: 90%; border: thick $primary; background: $surface;
+                   padding: 0 1; }
+    #compare-title { text-style: bold; padding-bottom: 1; }
+    #compare-cols { height: 1fr; }
+    .compare-col { width: 1fr; height: 1fr; border-left: solid $primary 30%; padding: 0 1; }
+    .compare-head { text-style: bold; color: $accent; }
+    #compare-foot { color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape,q,equals_sign", "close", "Close", priority=True)]
+
+    def __init__(self, path: str, line: int, versions: list[tuple[Variant, list[str]]]) -> None:
+        super().__init__()
+        self.path, self.line, self.versions = path, line, versions
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="compare-box"):
+            yield Label(Text(f"{name(self.path)} near line {self.line + 1}: each variant's version"),
+                        id="compare-title")
+            with Horizontal(id="compare-cols"):
+                for v, lines in self.versions:
+                    with VerticalScroll(classes="compare-col"):
+                        yield Label(Text(f"variant {v.index} {state_mark(v)} {name(v.label)}"),
+                                    classes="compare-head")
+                        body = "\n".join(lines) if lines else "(this variant does not change the file)"
+                        yield Static(to_text(body), markup=False)
+            yield Label("Esc closes · [ ] switch variants in the review · y takes a hunk there",
+                        id="compare-foot")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
