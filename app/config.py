@@ -97,6 +97,11 @@ class Settings(BaseSettings):
     tools: bool = True
     tool_rounds: int = 6
     tool_tokens: int = 16_000
+    # parallel variants: one instruction answered N times at once (1..8), by the configured
+    # model with seeds 1..N, or by the models named here (a preset, `preset:model`, or a
+    # model of the configured provider); naming models alone sets N (variant_count)
+    variants: int = 1
+    variant_models: list[str] = []
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -115,6 +120,23 @@ def load_settings(**flags: object) -> Settings:
     except ValueError as exc:
         raise ConfigError(f"invalid configuration ({config_file()}): {exc}") from None
     return settings.model_copy(update={k: v for k, v in flags.items() if v is not None})
+
+
+MAX_VARIANTS = 8
+
+
+def variant_count(s: Settings) -> int:
+    """How many variants the settings ask for, checked: `variants` when it was set (the
+    config file, STEER_VARIANTS, --variants), else as many as `variant_models` names, else 1."""
+    given = "variants" in s.model_fields_set
+    n = s.variants if given or not s.variant_models else len(s.variant_models)
+    if not 1 <= n <= MAX_VARIANTS:
+        raise ConfigError(f"--variants takes 1 to {MAX_VARIANTS}, not {n}")
+    if s.variant_models and len(s.variant_models) != n:
+        count = len(s.variant_models)
+        raise ConfigError(f"--variant-models names {count} model{'s' * (count != 1)} "
+                          f"but --variants is {n}")
+    return n
 
 
 def base_url_of(s: Settings, name: str) -> str | None:

@@ -10,7 +10,13 @@ import io
 import sys
 from typing import NoReturn, TextIO
 
-from app.config import PROVIDERS, ConfigError, load_settings  # noqa: F401 - ConfigError for the commands
+from app.config import (  # noqa: F401 - ConfigError for the commands
+    MAX_VARIANTS,
+    PROVIDERS,
+    ConfigError,
+    load_settings,
+    variant_count,
+)
 from app.core.edits.formats import FORMATS as EDIT_FORMATS
 from app.view.outside_text import Over
 
@@ -37,13 +43,31 @@ def provider_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--stall-timeout", type=float, help="seconds without data before giving up")
     g.add_argument("--agent", metavar="COMMAND",
                    help='run an ACP coding agent instead of a model, e.g. "codex-acp" or "gemini --acp"')
+    g.add_argument("--variants", type=int, metavar="N",
+                   help=f"answer each instruction N times at once (1 to {MAX_VARIANTS}; seeds 1..N)")
+    g.add_argument("--variant-models", type=model_list, metavar="A,B,...",
+                   help="one variant per model: a preset (cerebras), preset:model, or a model name")
+
+
+def model_list(text: str) -> list[str]:
+    """--variant-models: names separated by commas (spaces around them ignored)."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"an empty model name in {text!r}")
+    return names
 
 
 def settings_from(args: argparse.Namespace):
-    return load_settings(provider=args.provider, base_url=args.base_url, model=args.model,
-                         model_path=args.model_path, format=args.format, max_tokens=args.max_tokens,
-                         temperature=args.temperature, stall_timeout=args.stall_timeout,
-                         agent=args.agent)
+    """The settings of the provider flags over the config; the variants are checked here, so
+    a bad count is a one-line error before anything starts (ConfigError)."""
+    settings = load_settings(provider=args.provider, base_url=args.base_url, model=args.model,
+                             model_path=args.model_path, format=args.format,
+                             max_tokens=args.max_tokens, temperature=args.temperature,
+                             stall_timeout=args.stall_timeout, agent=args.agent,
+                             variants=getattr(args, "variants", None),
+                             variant_models=getattr(args, "variant_models", None))
+    variant_count(settings)
+    return settings
 
 
 def knowledge_for(settings, root):

@@ -69,8 +69,14 @@ class Capabilities:
     # continue_from() takes up a conversation the server keeps by the response id Done gave
     # (a session resumed in a new process goes on sending only what is new)
     continue_from: bool = False
-    # runs several answers at once (parallel variants: app/core/variants)
-    parallel: bool = True
+    # can answer several requests at once, each from its own Provider instance (parallel
+    # variants): N sockets over the Responses WebSocket, N connections over SSE, the local
+    # server queues them. An ACP agent declares nothing of the kind (ACP's initialize has
+    # no such capability), so it is False there
+    parallel: bool = False
+    # sends Provider.seed with every request (Chat Completions `seed`, steer serve's `seed`
+    # extension of response.create); OpenAI's Responses API takes no seed
+    seed: bool = False
 
 
 class SteerRefused(RuntimeError):
@@ -88,6 +94,10 @@ class Provider:
     # the environment variable the API key is read from (its name, never its value): an
     # error that refuses the key says which variable to check
     key_env: str | None = None
+    # sent with every request when set and `capabilities.seed` (parallel variants: seeds
+    # 1..N, so N answers of one model differ and each can be reproduced); the label shows it
+    # as "#N" either way, so N variants of one model stay told apart
+    seed: int | None = None
 
     def stream(self, request: Request) -> AsyncIterator[Event]:
         raise NotImplementedError
@@ -116,4 +126,5 @@ class Provider:
 
     @property
     def label(self) -> str:
-        return f"{self.name}:{self.model}" if self.model else self.name
+        base = f"{self.name}:{self.model}" if self.model else self.name
+        return base if self.seed is None else f"{base} #{self.seed}"

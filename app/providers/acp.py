@@ -166,6 +166,8 @@ def unreadable_update(params: Any) -> str | None:
 
 class AcpAgent(Provider):
     name = "acp"
+    # not `parallel`: ACP's initialize declares no way to know an agent runs several sessions
+    # at once (session capabilities say load/list/resume/fork..., never concurrency)
     capabilities = Capabilities(agent=True, warm_up=True, cancel="message")
 
     def __init__(self, command: str, cwd: str | os.PathLike[str], *, stall_timeout: float = STALL_TIMEOUT,

@@ -22,6 +22,10 @@ from typing import Any
 from app.core.events import Connected, Done, Error, Event, TextDelta, Usage
 from app.core.provider import Capabilities, Provider, Request
 
+# the temperature of a seeded request that names none: a seed only matters when the model
+# samples, and greedy decoding (0.0, the default) would give N variants one answer
+SEEDED_TEMPERATURE = 0.7
+
 _models: dict[tuple[str, int], tuple[Any, Any, threading.Lock]] = {}
 _load_lock = threading.Lock()
 
@@ -139,7 +143,7 @@ class LocalModel(Provider):
     # a 135M model copies a file far more reliably than it writes a diff, and it needs the
     # answer started for it (the file's path and an opening fence)
     capabilities = Capabilities(warm_up=True, prefill=True, cancel="thread", preferred_format="whole",
-                                model_class="tiny", grammar=True)
+                                model_class="tiny", grammar=True, parallel=True, seed=True)
 
     def __init__(self, model_path: str | None = None, *, n_ctx: int = 8192) -> None:
         self.model_path = model_path or default_model_path()
@@ -156,7 +160,13 @@ class LocalModel(Provider):
         except Exception:  # noqa: BLE001 - the request reports a broken model, with its message
             pass
 
-    async def stream(self, req: Request) -> AsyncGenerator[Event, None]:
+    async def stream(self, req: Request, *, seed: int | None = None) -> AsyncGenerator[Event, None]:
+        """`seed` (else the provider's own `seed`): sample with it, so the same seed gives the
+        same answer and another seed another one (steer serve passes each request's)."""
+        seed = self.seed if seed is None else seed
+        temperature = req.temperature
+        if temperature is None:
+            temperature = 0.0 if seed is None else SEEDED_TEMPERATURE
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple] = asyncio.Queue()
         stop = threading.Event()
@@ -181,7 +191,7 @@ class LocalModel(Provider):
                     finish, n = "stop", 0
                     for chunk in llm.create_completion(
                         prompt, max_tokens=max_tokens, stream=True,
-                        temperature=0.0 if req.temperature is None else req.temperature,
+                        temperature=temperature, seed=seed,
                         stop=["<|im_end|>", "<|endoftext|>"],
                         grammar=_grammar(req.grammar) if req.grammar else None,
                     ):

@@ -131,8 +131,10 @@ def _retire(model_path: str, entry: dict) -> None:
 
 class ServedLocal(OpenAIResponses):
     name = "local"
+    # parallel: each instance has its own sockets and the server queues the generations
     capabilities = Capabilities(warm_up=True, prefill=True, native_steer=True, cancel="close",
-                                preferred_format="whole", model_class="tiny", grammar=True)
+                                preferred_format="whole", model_class="tiny", grammar=True,
+                                parallel=True, seed=True)
 
     def __init__(self, model_path: str | None = None, *,
                  connect_timeout: float = http_stream.CONNECT_TIMEOUT,

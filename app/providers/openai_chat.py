@@ -42,7 +42,8 @@ from app.providers import http_stream
 
 class OpenAIChat(Provider):
     name = "openai-chat"
-    capabilities = Capabilities(predicted_outputs=True, cancel="close", tools=True)
+    capabilities = Capabilities(predicted_outputs=True, cancel="close", tools=True, parallel=True,
+                                seed=True)
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = http_stream.CONNECT_TIMEOUT,
@@ -97,6 +98,8 @@ class OpenAIChat(Provider):
             body["max_tokens"] = req.max_tokens
         if req.temperature is not None:
             body["temperature"] = req.temperature
+        if self.seed is not None and self.capabilities.seed:
+            body["seed"] = self.seed
         if req.prediction and self.predicts:
             body["prediction"] = {"type": "content", "content": req.prediction}
         if tools and req.tools:

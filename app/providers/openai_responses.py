@@ -95,8 +95,10 @@ class _Answer:
 
 class OpenAIResponses(Provider):
     name = "openai-responses"
+    # no `seed`: OpenAI's Responses API takes none (response.create has temperature and
+    # top_p, not seed); steer serve's extension takes it (ServedLocal)
     capabilities = Capabilities(warm_up=True, native_steer=True, cancel="close",
-                                continue_from=True, tools=True)
+                                continue_from=True, tools=True, parallel=True)
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  connect_timeout: float = http_stream.CONNECT_TIMEOUT,
@@ -177,6 +179,8 @@ class OpenAIResponses(Provider):
             fields["prefill"] = req.prefill  # steer serve's extension (responses_wire)
         if req.grammar and self.capabilities.grammar:
             fields["grammar"] = req.grammar  # steer serve's extension too
+        if self.seed is not None and self.capabilities.seed:
+            fields["seed"] = self.seed  # steer serve's extension as well (see capabilities)
         if req.tools and self.capabilities.tools:
             fields["tools"] = [{"type": "function", **spec} for spec in req.tools]
             fields["tool_choice"] = req.tool_choice

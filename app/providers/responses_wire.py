@@ -10,6 +10,9 @@ answer's first characters; the model continues from them and they are not stream
 client already shows them). An automatic successor (a steered response) inherits it.
 `grammar` is a GBNF grammar the answer must follow (as llama.cpp's server takes it); a
 steered successor does not inherit it (it continues an answer the grammar began).
+`seed` (an integer) seeds the embedded model's sampling, as Chat Completions' `seed` does:
+parallel variants of one model ask with seeds 1..N. OpenAI's Responses API has no seed, so
+steer sends it to `steer serve` only.
 """
 
 from __future__ import annotations

@@ -141,8 +141,13 @@ class ChatServer(Backend):
             return HttpResponse(200, {"Content-Type": "text/event-stream",
                                       "Cache-Control": "no-cache"},
                                 stream=_tool_sse(calls, n, model, include_usage))
+        seed = body.get("seed")  # as OpenAI's and llama-server's Chat Completions take it
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            return HttpResponse.json({"error": {"message": "seed must be an integer",
+                                                "type": "invalid_request_error",
+                                                "param": "seed"}}, 400)
         tokens = self.tokens(n, messages, max_tokens=body.get("max_tokens"),
-                             temperature=body.get("temperature"))
+                             temperature=body.get("temperature"), seed=seed)
         if not body.get("stream"):
             text = "".join([t async for t in tokens])
             return HttpResponse.json({

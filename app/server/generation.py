@@ -156,8 +156,10 @@ class Generation:
 
 
 class Backend:
-    """The tokens every protocol serves: a replay (one answer per request, the last one
-    repeating) or the embedded model, one generation at a time in arrival order."""
+    """The tokens every protocol serves: a replay (request n gets answer n, the last one
+    repeating), any number of them at once, each at the full `rate` (parallel variants are
+    N requests in flight); or the embedded model, one generation at a time in arrival order
+    (it has one context), the others waiting their turn."""
 
     def __init__(self, *, replay: str | list[str] | None = None, rate: float = 0.0,
                  model_path: str | None = None, faults: Faults | None = None,
@@ -182,7 +184,9 @@ class Backend:
         self.record_frames = record_frames
         self._served = 0
         self._local: LocalModel | None = None
-        self._model_turn = asyncio.Lock()  # FIFO: generations run one at a time, in arrival order
+        # FIFO: the embedded model's generations run one at a time, in arrival order (a replay
+        # takes no turn: its requests stream concurrently)
+        self._model_turn = asyncio.Lock()
         self.last_activity = time.monotonic()
 
     async def load(self) -> None:
@@ -230,8 +234,10 @@ class Backend:
 
     def tokens(self, n: int, messages: list[dict], *, prefill: str = "",
                max_tokens: int | None = None, temperature: float | None = None,
-               gen: Generation | None = None, grammar: str | None = None) -> AsyncIterator[str]:
-        """The n-th request's tokens from the back-end; "" marks the end of a batch due by now."""
+               gen: Generation | None = None, grammar: str | None = None,
+               seed: int | None = None) -> AsyncIterator[str]:
+        """The n-th request's tokens from the back-end; "" marks the end of a batch due by now.
+        `seed` reaches the embedded model (a replay is the same whatever the seed)."""
         self.last_activity = time.monotonic()
         if self.replays:
             tokens = self.replays[min(max(n, 1), len(self.replays)) - 1]
@@ -241,7 +247,7 @@ class Backend:
                     gen.finish = "length"
             return self._replay(tokens)
         return self._generate(messages, prefill, max_tokens, temperature, gen or Generation(),
-                              grammar)
+                              grammar, seed)
 
     async def health(self) -> dict:
         import os
@@ -285,7 +291,7 @@ class Backend:
 
     async def _generate(self, messages: list[dict], prefill: str, max_tokens: int | None,
                         temperature: float | None, gen: Generation,
-                        grammar: str | None = None) -> AsyncIterator[str]:
+                        grammar: str | None = None, seed: int | None = None) -> AsyncIterator[str]:
         from app.core.events import Done, Error, TextDelta, Usage
         from app.core.provider import Request
 
@@ -294,7 +300,7 @@ class Backend:
                       grammar=grammar)
         async with self._model_turn:  # FIFO: whoever asked first is served first
             self.stats.started.append(time.perf_counter())
-            stream = self._local.stream(req)
+            stream = self._local.stream(req, seed=seed)
             ended = False
             try:
                 async for ev in stream:

@@ -272,10 +272,12 @@ class ResponsesService:
                     "temperature": body.get("temperature"),
                     "prefill": body.get("prefill") or "",
                     "grammar": body.get("grammar") or None,
+                    "seed": body.get("seed"),  # steer's extension, as `prefill`
                     "tools": bool(body.get("tools")) and body.get("tool_choice") != "none"}
         for key, kind in (("max_output_tokens", int), ("temperature", (int, float)),
-                          ("instructions", str), ("prefill", str), ("grammar", str)):
-            if settings[key] is not None and not isinstance(settings[key], kind):
+                          ("instructions", str), ("prefill", str), ("grammar", str), ("seed", int)):
+            if settings[key] is not None and (not isinstance(settings[key], kind)
+                                              or isinstance(settings[key], bool)):
                 raise RequestError("invalid_type", f"{key} has the wrong type", key)
         prev = body.get("previous_response_id")
         history: list[dict] = []
@@ -320,7 +322,8 @@ class ResponsesService:
             gen = Generation()
             tokens = s.tokens(n, prompt, prefill=settings["prefill"], grammar=settings["grammar"],
                               max_tokens=settings["max_output_tokens"],
-                              temperature=settings["temperature"], gen=gen)
+                              temperature=settings["temperature"], gen=gen,
+                              seed=settings["seed"])
             if s.replays is None:
                 tokens = _cuttable(tokens, active.cut)
             parts: list[str] = []
