@@ -258,12 +258,17 @@ def _status_paths(root: Path) -> list[str]:
     return [os.fsdecode(rec[3:]) for rec in out.split(b"\0") if len(rec) > 3]
 
 
-def _inside(base: Path, rel: str) -> Path:
-    """`base/rel` when it stays inside `base` (no absolute path, `..`, .git, or a symlinked
-    folder leading out), else ValueError."""
+def _plain(rel: str) -> None:
+    """ValueError unless `rel` is a plain repo-relative path (no absolute, `..` or .git)."""
     parts = Path(rel).parts
     if not rel or Path(rel).is_absolute() or ".." in parts or ".git" in parts:
         raise ValueError(f"refused path: {rel}")
+
+
+def _inside(base: Path, rel: str) -> Path:
+    """`base/rel` when it stays inside `base` (no absolute path, `..`, .git, or a symlinked
+    folder leading out), else ValueError."""
+    _plain(rel)
     target = base / rel
     real_base = os.path.realpath(base)
     parent = os.path.realpath(target.parent)
@@ -314,7 +319,8 @@ class Checks:
         self._groups: set[int] = set()  # process groups that may still run
         self._worktrees: set[Path] = set()
         self._preps: list[Future[Path]] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the set of worktrees, their removal
+        self._git_lock = threading.Lock()  # `git worktree add`
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="steer-check")
         self._changed = asyncio.Event()
         self._cancel_reason = "cancelled"
@@ -402,31 +408,40 @@ class Checks:
         self._changed.set()
 
     def _remove_all(self) -> None:
-        with self._lock:
+        with self._lock, self._git_lock:
             for path in list(self._worktrees):
                 remove_worktree(self.root, path)
                 self._worktrees.discard(path)
             _git(self.root, "worktree", "prune")
 
     def _remove_one(self, path: Path) -> None:
-        with self._lock:
+        with self._lock, self._git_lock:
             if path in self._worktrees:
                 remove_worktree(self.root, path)
                 self._worktrees.discard(path)
 
     def _prepare(self, variant: int, files: dict[str, bytes | None]) -> Path:
         """A worktree at HEAD made to look like the user's tree now, `files` on top."""
+        for rel in files:
+            _plain(rel)  # a path the variant may not write: refused before anything
         with self._lock:
             if self._closing:
                 raise _Cancelled(self._cancel_reason)
             tree = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-v{variant}-"))
             self._worktrees.add(tree)
-        add = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", "-C", str(self.root), "worktree", "add",
-             "--detach", "--quiet", str(tree), "HEAD"],
-            capture_output=True, text=True, env=git_env(), stdin=subprocess.DEVNULL)
-        if add.returncode != 0:
-            raise RuntimeError(f"git worktree add failed: {add.stderr.strip()[-300:]}")
+        for attempt in range(3):
+            # one `worktree add` at a time: git reads the other worktrees' metadata while it
+            # adds, and a half-made one fails it (another steer's too: hence the retries)
+            with self._git_lock:
+                add = subprocess.run(
+                    ["git", "-c", "core.hooksPath=/dev/null", "-C", str(self.root), "worktree",
+                     "add", "--detach", "--quiet", str(tree), "HEAD"],
+                    capture_output=True, text=True, env=git_env(), stdin=subprocess.DEVNULL)
+            if add.returncode == 0:
+                break
+            if attempt == 2:
+                raise RuntimeError(f"git worktree add failed: {add.stderr.strip()[-300:]}")
+            time.sleep(0.2)
         for rel in _status_paths(self.root):
             if self._closing:
                 raise _Cancelled(self._cancel_reason)
