@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     # model of the configured provider); naming models alone sets N (variant_count)
     variants: int = 1
     variant_models: list[str] = []
+    # the app's check (!): a command run on each finished variant in a throwaway worktree
+    check: str | None = None
+    check_timeout: float = 120.0
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -30,6 +30,8 @@ def cmd_tui(argv: list[str]) -> int:
                    help="resume the last saved session, or this one (steer sessions lists them)")
     p.add_argument("--session", metavar="ID", help=argparse.SUPPRESS)  # steer web: resume or new
     p.add_argument("--no-save", action="store_true", help="do not save this session")
+    p.add_argument("--check", metavar="CMD", help="the command ! runs on each finished variant, "
+                   "in a throwaway git worktree (config: check)")
     p.add_argument("--no-tools", action="store_true", help="do not let the model read, grep or "
                    "list files itself (config: tools = false)")
     provider_flags(p)
@@ -46,6 +48,9 @@ def cmd_tui(argv: list[str]) -> int:
         from app.providers.factory import build_provider
 
         provider = build_provider(settings, cwd=root)
+        if args.check:
+            settings = settings.model_copy(update={"check": args.check})
+        ask = _variant_backends(settings, root) if provider.capabilities.parallel else None
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -57,9 +62,27 @@ def cmd_tui(argv: list[str]) -> int:
                                         "sid": args.resume or args.session}
     try:
         app = SteerApp(root, provider, settings, context=context, saving=saving,
-                       knowledge=knowledge_for(settings, root))
+                       knowledge=knowledge_for(settings, root), ask=ask)
     except SessionError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE
     app.run()
     return EXIT_OK
+
+
+def _variant_backends(settings, root):
+    """What the app asks a set of N variants with: fresh back-ends from the same settings
+    (--variant-models: theirs, variant 1's too), nothing connected before its request."""
+    from app.config import variant_count
+    from app.providers.factory import build_variant_providers
+
+    def ask(n: int):
+        if settings.variant_models:  # the models named decide how many
+            providers = build_variant_providers(settings, cwd=root)
+            return providers[0], providers[1:]
+        s = settings.model_copy(update={"variants": n})
+        variant_count(s)  # 1 to 8, said in one line
+        providers = build_variant_providers(s, cwd=root)
+        return None, providers[1:]  # variant 1 is the session's own back-end
+
+    return ask

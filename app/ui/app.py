@@ -18,10 +18,11 @@ from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import OPEN
 from app.core.knowledge.service import Knowledge
 from app.core.provider import Provider
+from app.core.variants.group import Variants
 from app.ui import actions, compat
 from app.ui.dialogs.help import HelpScreen
 from app.ui.dialogs.questions import ConfirmScreen
-from app.ui.main_screen import MainScreen
+from app.ui.main_screen import MainScreen, VariantBackends
 from app.ui.palette import Entry, SteerCommands, textual_extras
 from app.ui.plain_toasts import PlainToasts
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
@@ -37,7 +38,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
 
     def __init__(self, root: Path, provider: Provider, settings: Settings | None = None, *,
                  context: Iterable[str] = (), watch_files: bool = True, blink: bool = True,
-                 saving: dict | None = None, knowledge: Knowledge | None = None) -> None:
+                 saving: dict | None = None, knowledge: Knowledge | None = None,
+                 ask: VariantBackends | None = None) -> None:
         super().__init__()
         compat.guard_pastes()  # a paste holding ESC stays a paste (never key presses)
         self.settings = settings or Settings()
@@ -53,8 +55,12 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         first = None if self.session.turns else welcome(
             ModelFacts.of(provider), {a: actions.pretty_keys(k, first=True)
                                       for a, k in self.key_names.items()}, config_file_shown())
-        self.main = MainScreen(self.session, context=context, watch_files=watch_files, blink=blink,
-                               welcome=first, keys=self.key_names)
+        # the variants of one instruction (app/core/variants): the screen shows one at a time
+        self.variants = Variants(self.session)
+        self.main = MainScreen(self.variants, context=context, watch_files=watch_files, blink=blink,
+                               welcome=first, keys=self.key_names, ask=ask,
+                               check=(self.settings.check, self.settings.check_timeout))
+        self.main.default_variants = self.settings.variants
         if knowledge is not None:  # the map follows the watcher's events (the LiveTree's)
             self.main.live.on_update = knowledge.saw_update
         themes, self._theme_problems = load_themes()
@@ -84,7 +90,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
             self.notify(f"resumed session {r.id} ({r.turns} turns){moved}{cut}", timeout=6)
 
     async def on_unmount(self) -> None:
-        await self.session.aclose()
+        await self.variants.aclose()
         if self.session.knowledge is not None:
             await asyncio.to_thread(self.session.knowledge.close)
         self.main.gc.release()
@@ -97,8 +103,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
 
     async def action_quit(self) -> None:
         """Quitting with hunks still open asks first, naming how many."""
-        pending = self.session.pending
-        n = sum(1 for h in pending.hunks if h.state in OPEN) if pending is not None else 0
+        n = sum(1 for v in self.variants.items if v.session.pending is not None
+                for h in v.session.pending.hunks if h.state in OPEN)
         if not n:
             self.exit()
             return

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from app.core.conversation.session import Session
-from app.core.variants.group import Variants
 from app.core.edits.hunks import OPEN, HunkState
 from app.core.git.live_tree import LiveTree
+from app.core.variants.group import Variants
 
 
 class Cursor(Protocol):

@@ -48,9 +48,9 @@ from app.ui.widgets.line import Line
 from app.ui.widgets.prompt import PromptInput
 from app.ui.widgets.queue_view import QueueView
 from app.ui.widgets.stream_view import StreamView
+from app.view import variants as shown_variants
 from app.view.frames import Frame, FrameSync
 from app.view.outside_text import name
-from app.view import variants as shown_variants
 from app.view.status import Part, StatusLine, waiting_note
 from app.view.welcome import Row as WelcomeRow
 
@@ -88,6 +88,7 @@ class MainScreen(FrameTickScreen):
         self.ask = ask  # the back-ends a set of variants asks (the CLI builds them)
         self.check, self.check_timeout = check  # the command F3's sets are checked with (!)
         self.checks: dict[int, CheckResult] = {}  # this set's results, by variant
+        self.default_variants = 1  # how many variants a new instruction is asked as
         self.welcome = welcome or []  # the conversation pane's first screen (no message yet)
         self.key_names = keys or actions.key_names()  # action id -> keys bound (the retry hint names one)
         self.sync = FrameSync(session)
@@ -132,6 +133,8 @@ class MainScreen(FrameTickScreen):
         self._place_tree()
         self.session.on_data = self._wake
         self.variants.on_change = self._variants_changed
+        self.composer.default_variants = self.default_variants
+        self.composer.key_variants = self.default_variants if self.default_variants > 1 else 3
         self.sync.retry_hint = self.composer.retry_hint
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)

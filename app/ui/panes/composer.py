@@ -25,8 +25,8 @@ from textual.message import Message
 from textual.widgets import Input
 
 from app.core.conversation.session import ContextError, Session
-from app.core.variants.group import Variants
 from app.core.conversation.turn import Turn
+from app.core.variants.group import Variants
 from app.ui import actions
 from app.ui.compat import alive
 from app.ui.dialogs.paste import PasteView

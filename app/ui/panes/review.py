@@ -29,7 +29,6 @@ from textual.widgets import Static
 
 from app.core.conversation.review import AcceptPlan, Outcome, pick_lines
 from app.core.conversation.session import Session
-from app.core.variants.group import Variants
 from app.core.disk.editor import edit_lines, editor_command
 from app.core.disk.journal import UndoRefused
 from app.core.disk.repo_lock import Busy
@@ -39,6 +38,7 @@ from app.core.git.live_tree import LiveTree
 from app.core.git.sync import SyncUpdate
 from app.core.text import parses
 from app.core.text.invisible import found
+from app.core.variants.group import Variants
 from app.ui import actions
 from app.ui.compat import alive
 from app.ui.dialogs.commit import CommitScreen
@@ -65,6 +65,7 @@ class ReviewPane(Vertical):
     ReviewPane > #line-preview { height: auto; max-height: 9; background: $panel;
                                  padding: 0 1; display: none; }
     ReviewPane > #line-preview.-shown { display: block; }
+    ReviewPane > #variant-tabs { display: none; }
     """
 
     diff = getters.query_one(DiffView)
