@@ -14,6 +14,11 @@ Two back-ends:
 - `--replay FILE`: streams a recorded answer at a chosen rate (tokens/s; 0 = as fast as the
   socket takes it), with optional faults: drop the connection, stall, an error status, a
   malformed event, a close code after N tokens. Benchmarks and fault-injection tests use it.
+  Replays run concurrently: N requests in flight each stream at the full rate (parallel
+  variants), request n in arrival order getting answer n, the last repeating.
+
+Both take steer's `seed` (the Chat Completions body's, or response.create's extension): the
+embedded model samples with it, so variants asked with seeds 1..N differ.
 
 With a token (from the command line always when serving a model; see
 app/providers/serve_registry.py) every request must carry it as `Authorization: Bearer`, or
