@@ -12,7 +12,8 @@ from app.core.edits.hunks import Card, Hunk, HunkState
 
 _STATE = {HunkState.STREAMING: "streaming", HunkState.PENDING: "pending",
           HunkState.ACCEPTED: "accepted", HunkState.REJECTED: "rejected",
-          HunkState.CONFLICT: "conflict", HunkState.STALE: "stale"}
+          HunkState.CONFLICT: "conflict", HunkState.STALE: "stale",
+          HunkState.SUPERSEDED: "superseded"}
 
 
 def hunks_of(cards: Sequence[Card], by_id: dict[int, Hunk]) -> list[Hunk]:
@@ -60,10 +61,10 @@ def card_text(cards: Sequence[Card], by_id: dict[int, Hunk]) -> tuple[str, str]:
 
 
 STYLES = ("card-live", "card-pending", "card-accepted", "card-rejected", "card-conflict",
-          "card-stale", "card-mixed")  # every style card_text gives (the pane defines them all)
+          "card-stale", "card-superseded", "card-mixed")  # every style card_text gives (the pane defines them all)
 
 _MARK = {HunkState.ACCEPTED: "✓", HunkState.REJECTED: "✗", HunkState.CONFLICT: "!",
-         HunkState.STALE: "~", HunkState.STREAMING: "…"}
+         HunkState.STALE: "~", HunkState.STREAMING: "…", HunkState.SUPERSEDED: "↷"}
 
 
 def _join(*parts: str) -> str:

@@ -180,7 +180,7 @@ def waiting_note(session: Session, typing: bool, draft: bool, answer_key: str,
 
 def hunk_counts(pending: PendingDiff) -> dict[str, int]:
     counts = {"open": 0, "accepted": 0, "rejected": 0, "streaming": 0, "conflict": 0,
-              "flagged": 0}
+              "flagged": 0, "superseded": 0}
     for h in pending.hunks:
         if h.state in OPEN:
             counts["open"] += 1
@@ -192,6 +192,8 @@ def hunk_counts(pending: PendingDiff) -> dict[str, int]:
             counts["accepted"] += 1
         elif h.state == HunkState.REJECTED:
             counts["rejected"] += 1
+        elif h.state == HunkState.SUPERSEDED:
+            counts["superseded"] += 1
         else:
             counts["streaming"] += 1
     return counts
@@ -206,11 +208,13 @@ def review_parts(session: Session) -> list[Part]:
     if turn is None or pending is None:
         return parts + [Part("idle: type an instruction below")]
     c = hunk_counts(pending)
-    n = sum(c[k] for k in ("open", "accepted", "rejected", "streaming"))
+    n = sum(c[k] for k in ("open", "accepted", "rejected", "streaming", "superseded"))
     hunks = f"{n} hunk{'s' if n != 1 else ''}: {c['open']} open"
     if c["streaming"]:
         hunks += f", {c['streaming']} streaming"
     hunks += f", {c['accepted']} accepted, {c['rejected']} rejected"
+    if c["superseded"]:
+        hunks += f", {c['superseded']} superseded"
     parts += [Part(turn.state, 1), Part(hunks)]  # the answer's title shows the state too
     if c["flagged"]:
         parts.append(Part(f"⚠ {c['flagged']} large deletion{'s' if c['flagged'] != 1 else ''}: "

@@ -51,7 +51,7 @@ def tabs(variants: Variants, checks: dict[int, CheckResult] | None = None) -> St
 def where(variants: Variants) -> str:
     """The status line's part naming the variant on screen."""
     v = variants.items[variants.shown]
-    return f"variant {v.index}/{len(variants.items)} · {v.label}"
+    return f"variant {v.index}/{len(variants.items)}"
 
 
 def card(v: Variant, shown: bool, check: CheckResult | None = None, width: int = 60) -> str:

@@ -36,6 +36,7 @@ GROW = 64  # while following a streaming hunk, the scroll range grows this many 
 STATE_LABEL = {
     HunkState.STREAMING: "streaming", HunkState.PENDING: "pending", HunkState.ACCEPTED: "accepted",
     HunkState.REJECTED: "rejected", HunkState.CONFLICT: "conflict", HunkState.STALE: "stale",
+    HunkState.SUPERSEDED: "superseded",
 }
 
 
@@ -73,6 +74,7 @@ class DiffView(ScrollView, can_focus=True):
     DiffView > .diffview--rejected { color: $text-muted; text-style: bold strike; }
     DiffView > .diffview--conflict { color: $error; text-style: bold; }
     DiffView > .diffview--stale { color: $warning; text-style: bold; }
+    DiffView > .diffview--superseded { color: $text-muted; text-style: bold italic; }
     """
 
     @dataclass
@@ -459,7 +461,7 @@ class DiffView(ScrollView, can_focus=True):
             right = self._half(row, row.right or "", row.new_no,
                                row.right_kind if row.right is not None else "", width - half - 1)
             return Strip([bar, *left, Segment("│", self._style("gutter")), *right]).crop_extend(0, width, base)
-        rejected = h is not None and h.state == HunkState.REJECTED
+        rejected = h is not None and h.state in (HunkState.REJECTED, HunkState.SUPERSEDED)
         style = self._style("gap") if rejected else self._style(kind)  # out of the picture
         if picked:
             style = style + self._style("picked")

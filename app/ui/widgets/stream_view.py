@@ -151,6 +151,7 @@ class StreamView(ScrollView, can_focus=True):
     StreamView > .streamview--card-rejected { color: $text-muted; text-style: strike; background: $panel; }
     StreamView > .streamview--card-conflict { color: $error; text-style: bold; background: $panel; }
     StreamView > .streamview--card-stale { color: $warning; text-style: bold; background: $panel; }
+    StreamView > .streamview--card-superseded { color: $text-muted; text-style: italic; background: $panel; }
     StreamView > .streamview--card-mixed { color: $text; text-style: bold; background: $panel; }
     StreamView > .streamview--card-cursor { background: $accent 30%; }
     StreamView > .streamview--welcome-label { color: $text-muted; text-style: bold; }
