@@ -281,5 +281,13 @@ def key_names(keymap: dict[str, str] | None = None) -> dict[str, str]:
     return names
 
 
+def review_keys(names: dict[str, str]) -> frozenset[str]:
+    """Every key the review or the screen binds (`names`: action id -> keys bound now),
+    available now or not: typed in the review, none of them ever becomes text (the key of
+    a hunk that cannot be decided does nothing)."""
+    return frozenset(k.strip() for a in ACTIONS if a.scope in ("review", "diff", "screen")
+                     for k in names.get(a.id, "").split(",") if k.strip())
+
+
 def palette(state: State) -> Iterable[Action]:
     return (a for a in ACTIONS if a.palette and available(a.run, state))

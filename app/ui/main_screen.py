@@ -126,6 +126,7 @@ class MainScreen(FrameTickScreen):
     def on_mount(self) -> None:
         self._ready = True
         self.availability.review = self.review
+        self.review.set_keys(self.key_names)
         self._render_header()
         self.composer.add_each(list(self._initial_context), self.composer.render_context)
         self.composer.focus()

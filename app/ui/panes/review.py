@@ -225,6 +225,10 @@ class ReviewPane(Vertical):
         if update.git_changed and self.view != "pending" and self.selected:
             self.run_worker(self._show_git_view(self.selected), group="gitview", exclusive=True)
 
+    def set_keys(self, names: dict[str, str]) -> None:
+        """The keys bound now (action id -> keys): none of the review's becomes text."""
+        self.diff.own_keys = actions.review_keys(names)
+
     def show_tabs(self, tabs: str) -> None:
         """The variants over the diff ("" when there is no set)."""
         line = self.query_one("#variant-tabs", Line)

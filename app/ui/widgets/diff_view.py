@@ -25,7 +25,7 @@ from textual.strip import Strip
 from app.core.conversation.review import line_rows
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import Hunk, HunkState
-from app.ui.actions import bindings
+from app.ui.actions import bindings, key_names, review_keys
 from app.ui.compat import set_virtual_size
 from app.ui.widgets.highlight import Highlighter
 from app.view.layout import TAB, FileLayout, Row, shown
@@ -357,13 +357,16 @@ class DiffView(ScrollView, can_focus=True):
         self.scroll_to_hunk()
         self.post_message(self.ModeChanged())
 
+    # the review's and the screen's keys, bound now or not (the screen sets the user's keymap)
+    own_keys: frozenset[str] = review_keys(key_names())
+
     def on_key(self, event: events.Key) -> None:
         """Typing in the review starts a message, unless the key is one of the review's
         own (bound here or on the screen, enabled or not: a review key never becomes text).
         No clock is read: the review has the keys only because the user gave them to it."""
         if not (event.is_printable and event.character):
             return
-        if event.key not in self.screen.active_bindings:
+        if event.key not in self.screen.active_bindings and event.key not in self.own_keys:
             event.stop()
             event.prevent_default()
             self.post_message(self.StartMessage(event.character))
