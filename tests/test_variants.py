@@ -5,6 +5,8 @@ model what was taken from which variant."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from conftest import sr
 
@@ -152,7 +154,7 @@ async def test_compare_and_summary(trio):
     s = by_text(variants)
     variants.show(next(i for i, v in enumerate(variants.items) if v.session is s["one"]))
     add1 = hunk(s["one"], "def add(a: int")
-    region = dict((v.session, lines) for v, lines in variants.region("calc.py", add1))
+    region = dict((v.session, lines) for v, lines, _ in variants.region("calc.py", add1))
     assert "def add(a: int, b: int) -> int:" in region[s["one"]]
     assert "def add(a: float, b: float) -> float:" in region[s["two"]]
     assert "def add(a, b):" in region[s["three"]]  # variant 3 leaves add() as it is
@@ -160,3 +162,29 @@ async def test_compare_and_summary(trio):
     rows = [summary(v) for v in variants.items]
     assert [r["variant"] for r in rows] == [1, 2, 3]
     assert all(r["state"] == "done" and r["tokens"] > 0 and r["hunks"] >= 1 for r in rows)
+
+
+async def test_a_redirect_goes_to_every_variant_and_esc_stops_them_all(demo):
+    long = [V1 * 30, V2 * 30, V3 * 30, NEXT, NEXT, NEXT]
+    server = ChatServer(replay=long, rate=200)
+    await server.start()
+    ws = Workspace(demo)
+    variants = Variants(Session(ws, OpenAIChat(server.base_url, "replay"), fmt="search_replace",
+                                context=["calc.py"]))
+    try:
+        variants.ask("type it", [OpenAIChat(server.base_url, "replay") for _ in range(2)])
+        while not all(v.session.turn.first_token for v in variants.items):
+            await asyncio.sleep(0.01)
+        variants.start("only add(), please")  # mid-stream: a redirect of each
+        assert [v.session.turn.kind for v in variants.items] == ["redirect"] * 3
+        await variants.wait()
+        assert len(server.stats.bodies) == 6
+        assert all("only add(), please" in b["messages"][-1]["content"] for b in server.stats.bodies[3:])
+        # and Esc stops every one of them
+        variants.start("again, slower")
+        assert variants.interrupt()
+        assert not variants.streaming
+        assert all(v.session.turn.state == "interrupted" for v in variants.items)
+    finally:
+        await variants.aclose()
+        await server.close()

@@ -101,7 +101,10 @@ async def test_three_variants_stream_into_tabs_and_combine(tmp_path):
             app.query_one(ReviewPane).select("calc.py", add1.id)
             await pilot.press("equals_sign")
             await until(pilot, lambda: isinstance(app.screen, CompareScreen))
-            versions = {v.index: lines for v, lines in app.screen.versions}
+            versions = {v.index: lines for v, lines, _ in app.screen.versions}
+            what = {v.index: w for v, _, w in app.screen.versions}
+            assert what[app.variants.items[of(app, "one")].index] == "superseded"
+            assert what[app.variants.items[of(app, "two")].index] == "accepted"
             assert any("def add(a: int, b: int) -> int:" in lines for lines in versions.values())
             assert any("def add(a: float, b: float) -> float:" in lines for lines in versions.values())
             await pilot.press("escape")
@@ -133,5 +136,33 @@ async def test_esc_stops_every_variant(tmp_path):
             await pilot.press("escape")
             await until(pilot, lambda: not app.variants.streaming)
             assert all(v.session.turn.state == "interrupted" for v in app.variants.items)
+    finally:
+        await server.close()
+
+
+async def test_steer_variants_n_sends_every_new_instruction_as_n(tmp_path):
+    root = init_repo(tmp_path / "demo", {"calc.py": CALC})
+    server = ChatServer(replay=[V1, V2, V3, V1, V2], rate=0)
+    await server.start()
+
+    def ask(n):
+        return None, [OpenAIChat(server.base_url, "replay") for _ in range(n - 1)]
+
+    from app.config import Settings
+
+    app = SteerApp(root, OpenAIChat(server.base_url, "replay"), Settings(variants=2),
+                   context=["calc.py"], watch_files=False, blink=False, ask=ask)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            app.query_one(PromptInput).value = "type it"
+            await pilot.press("enter")
+            await until(pilot, lambda: len(app.variants.items) == 2 and not app.variants.streaming)
+            assert len(server.stats.bodies) == 2
+            # hunks are open: the next message is a follow-up to both, not a new set
+            app.query_one(PromptInput).value = "and sub()"
+            await pilot.press("enter")
+            await until(pilot, lambda: len(server.stats.bodies) == 4 and not app.variants.streaming)
+            assert len(app.variants.items) == 2
+            assert all(v.session.turn.kind == "follow-up" for v in app.variants.items)
     finally:
         await server.close()

@@ -50,7 +50,7 @@ def cmd_tui(argv: list[str]) -> int:
         provider = build_provider(settings, cwd=root)
         if args.check:
             settings = settings.model_copy(update={"check": args.check})
-        ask = _variant_backends(settings, root) if provider.capabilities.parallel else None
+        ask = _variant_backends(settings, root)
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -404,7 +404,8 @@ class MainScreen(FrameTickScreen):
     @on(Composer.AskVariants)
     def _ask_variants(self, event: Composer.AskVariants) -> None:
         if self.ask is None:
-            self.notify("variants need a back-end steer can open again", severity="error")
+            self.notify("variants are not available here: steer was started without the "
+                        "back-ends to ask them", severity="error")
             return
         try:
             first, siblings = self.ask(event.n)

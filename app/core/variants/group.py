@@ -298,9 +298,9 @@ class Variants:
         return await self.session.undo()
 
     # -- what the screen and the report show --------------------------------------------
-    def region(self, path: str, hunk: Hunk, context: int = 2) -> list[tuple[Variant, list[str]]]:
+    def region(self, path: str, hunk: Hunk, context: int = 2) -> list[tuple[Variant, list[str], str]]:
         """Compare view: each variant's version of the disk region `hunk` (of the variant on
-        screen) covers, with `context` lines around it."""
+        screen) covers, with `context` lines around it, and what became of its hunks there."""
         shown = self.session.pending
         if shown is None or path not in shown.files:
             return []
@@ -311,7 +311,13 @@ class Variants:
         for v in self.items:
             p = v.session.pending
             fd = p.files.get(path) if p is not None else None
-            out.append((v, version(fd, s, e, context) if fd is not None else []))
+            if fd is None:
+                out.append((v, [], "does not change the file"))
+                continue
+            _, at = fd.expected()
+            there = [h.state.value for h in fd.hunks
+                     if h.base_start + at(h.base_start) <= e and s <= h.base_end + at(h.base_start)]
+            out.append((v, version(fd, s, e, context), ", ".join(there) or "no change here"))
         return out
 
 

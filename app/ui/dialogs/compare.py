@@ -27,11 +27,12 @@ class CompareScreen(ModalScreen[None]):
     #compare-cols { height: 1fr; }
     .compare-col { width: 1fr; height: 1fr; border-left: solid $primary 30%; padding: 0 1; }
     .compare-head { text-style: bold; color: $accent; }
+    .compare-what { color: $text-muted; text-style: italic; padding-bottom: 1; }
     #compare-foot { color: $text-muted; }
     """
     BINDINGS = [Binding("escape,q,equals_sign", "close", "Close", priority=True)]
 
-    def __init__(self, path: str, line: int, versions: list[tuple[Variant, list[str]]]) -> None:
+    def __init__(self, path: str, line: int, versions: list[tuple[Variant, list[str], str]]) -> None:
         super().__init__()
         self.path, self.line, self.versions = path, line, versions
 
@@ -40,10 +41,11 @@ class CompareScreen(ModalScreen[None]):
             yield Label(Text(f"{name(self.path)} near line {self.line + 1}: each variant's version"),
                         id="compare-title")
             with Horizontal(id="compare-cols"):
-                for v, lines in self.versions:
+                for v, lines, what in self.versions:
                     with VerticalScroll(classes="compare-col"):
                         yield Label(Text(f"variant {v.index} {state_mark(v)} {name(v.label)}"),
                                     classes="compare-head")
+                        yield Label(Text(what), classes="compare-what")
                         body = "\n".join(lines) if lines else "(this variant does not change the file)"
                         yield Static(to_text(body), markup=False)
             yield Label("Esc closes · [ ] switch variants in the review · y takes a hunk there",
