@@ -307,7 +307,7 @@ class Variants:
         _, shift = shown.files[path].expected()
         s = hunk.base_start + shift(hunk.base_start)
         e = s + (hunk.base_end - hunk.base_start)
-        out = []
+        out: list[tuple[Variant, list[str], str]] = []
         for v in self.items:
             p = v.session.pending
             fd = p.files.get(path) if p is not None else None
