@@ -154,11 +154,12 @@ async def test_compare_and_summary(trio):
     s = by_text(variants)
     variants.show(next(i for i, v in enumerate(variants.items) if v.session is s["one"]))
     add1 = hunk(s["one"], "def add(a: int")
-    region = dict((v.session, lines) for v, lines, _ in variants.region("calc.py", add1))
+    region = dict((v.session, [t for t, _ in lines]) for v, lines, _ in variants.region("calc.py", add1))
     assert "def add(a: int, b: int) -> int:" in region[s["one"]]
     assert "def add(a: float, b: float) -> float:" in region[s["two"]]
     assert "def add(a, b):" in region[s["three"]]  # variant 3 leaves add() as it is
-    assert version(s["three"].pending.files["calc.py"], 3, 5, 0)[0] == "def add(a, b):"
+    assert version(s["three"].pending.files["calc.py"], 3, 5, 0)[0] == ("def add(a, b):", False)
+    assert ("def add(a: int, b: int) -> int:", True) in version(s["one"].pending.files["calc.py"], 3, 5, 0)
     rows = [summary(v) for v in variants.items]
     assert [r["variant"] for r in rows] == [1, 2, 3]
     assert all(r["state"] == "done" and r["tokens"] > 0 and r["hunks"] >= 1 for r in rows)

@@ -101,7 +101,7 @@ async def test_three_variants_stream_into_tabs_and_combine(tmp_path):
             app.query_one(ReviewPane).select("calc.py", add1.id)
             await pilot.press("equals_sign")
             await until(pilot, lambda: isinstance(app.screen, CompareScreen))
-            versions = {v.index: lines for v, lines, _ in app.screen.versions}
+            versions = {v.index: [t for t, _ in lines] for v, lines, _ in app.screen.versions}
             what = {v.index: w for v, _, w in app.screen.versions}
             assert what[app.variants.items[of(app, "one")].index] == "superseded"
             assert what[app.variants.items[of(app, "two")].index] == "accepted"

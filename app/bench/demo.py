@@ -83,3 +83,26 @@ def sub(a: float, b: float) -> float:
 >>>>>>> REPLACE
 ```
 '''
+
+
+def _sr(old: str, new: str) -> str:
+    return f"calc.py\n```python\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n"
+
+
+_ADD, _MUL, _DIV = ("def add(a, b):\n    return a + b\n", "def mul(a, b):\n    return a * b\n",
+                    "def div(a, b):\n    return a / b\n")
+
+# Three models' answers to "type the calculator" (the variants screenshot and benchmark):
+# one types with int, one with float and guards div, one only documents div.
+VARIANT_ANSWERS = [
+    "Integers are what the calculator is used with: I'll type add and mul with int.\n\n"
+    + _sr(_ADD, "def add(a: int, b: int) -> int:\n    return a + b\n")
+    + _sr(_MUL, "def mul(a: int, b: int) -> int:\n    return a * b\n"),
+    "Floats cover every caller; div also gets a guard against zero.\n\n"
+    + _sr(_ADD, "def add(a: float, b: float) -> float:\n    return a + b\n")
+    + _sr(_DIV, "def div(a: float, b: float) -> float:\n    if b == 0:\n"
+          "        raise ZeroDivisionError(\"b must not be zero\")\n    return a / b\n"),
+    "The smallest change: say what div does with zero.\n\n"
+    + _sr(_DIV, "def div(a, b):\n    \"\"\"a / b; raises ZeroDivisionError when b is 0.\"\"\"\n"
+          "    return a / b\n"),
+]

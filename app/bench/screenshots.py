@@ -11,18 +11,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.pilot import Pilot
 
-from app.bench.demo import CALC, CALC_ANSWER
+from app.bench.demo import CALC, CALC_ANSWER, VARIANT_ANSWERS
 from app.server.chat_server import ServerThread
 from app.server.generation import Faults, split_tokens
 
 if TYPE_CHECKING:
+    from app.config import Settings
     from app.core.edits.hunks import Hunk
     from app.ui.app import SteerApp
 
@@ -70,11 +72,12 @@ def _deltas(app: SteerApp) -> int:
 
 def freeze(app: SteerApp) -> None:
     """Fixed timings in the status line and no toasts: the same picture on every run."""
-    turn = app.session.turn
-    if turn is not None:
-        turn.started = 1000.0
-        turn.first_token = 1000.012 if turn.first_token is not None else None
-        turn.ended = 1001.5
+    for i, v in enumerate(app.variants.items):
+        turn = v.session.turn
+        if turn is not None:
+            turn.started = 1000.0
+            turn.first_token = 1000.012 + i * 0.003 if turn.first_token is not None else None
+            turn.ended = 1001.5 - i * 0.25
     app.clear_notifications()
     app.main.frame(force_status=True)
 
@@ -149,11 +152,57 @@ async def side_by_side(pilot: Pilot) -> None:
     await settle(pilot)
 
 
+async def _three_variants(pilot: Pilot) -> None:
+    """F3 on "type the calculator"; variant 2's add() taken; back on variant 1."""
+    from app.ui.widgets.diff_view import DiffView
+    from app.ui.widgets.prompt import PromptInput
+
+    app = steer_app(pilot)
+    await until(pilot, lambda: "calc.py" in app.main.live.files)
+    app.query_one(PromptInput).value = "type the calculator"
+    await pilot.press("f3")
+    await until(pilot, lambda: len(app.variants.items) == 3 and not app.variants.streaming
+                and all(v.session.turn is not None for v in app.variants.items))
+    await pilot.press("tab")
+    diff = app.query_one(DiffView)
+    await until(pilot, lambda: app.focused is diff)
+    await pilot.press("right_square_bracket")  # variant 2: its add() is taken
+    await until(pilot, lambda: diff.hunk is not None)
+    await pilot.press("y")
+    await until(pilot, lambda: "float" in (app.ws.root / "calc.py").read_text())
+    await pilot.press("left_square_bracket")  # back to variant 1: its add() gave way
+    await until(pilot, lambda: diff.hunk is not None)
+    await pilot.press("g")
+
+
+async def variants(pilot: Pilot) -> None:
+    """Three variants of one instruction (F3), tabs over the diff and a card each: variant
+    2's add() was taken, so variant 1's add() is superseded; its mul() is still open."""
+    await _three_variants(pilot)
+    await settle(pilot)
+
+
+async def compare(pilot: Pilot) -> None:
+    """= on div(): each variant's version of the region, side by side."""
+    from app.ui.widgets.diff_view import DiffView
+
+    app = steer_app(pilot)
+    await _three_variants(pilot)
+    await pilot.press("right_square_bracket", "right_square_bracket")  # variant 3: div()
+    diff = app.query_one(DiffView)
+    await until(pilot, lambda: app.variants.shown == 2 and diff.hunk is not None)
+    await pilot.press("equals_sign")
+    await pilot.pause(0.2)
+    freeze(app)
+    await pilot.pause(0.1)
+
+
 @dataclass
 class Scenario:
     name: str
     run: Callable[[Pilot], Awaitable[None]]
     faults: Faults = field(default_factory=Faults)
+    answers: list[str] = field(default_factory=lambda: [CALC_ANSWER])  # one per variant
 
 
 SCENARIOS = [
@@ -161,7 +210,9 @@ SCENARIOS = [
     Scenario("review", review),
     Scenario("conflict", conflict),
     Scenario("help", help_screen),
-    Scenario("side-by-side", side_by_side),
+    Scenario("variants", variants, answers=VARIANT_ANSWERS),
+    Scenario("compare", compare, answers=VARIANT_ANSWERS),
+    Scenario("side-by-side", side_by_side),  # last: it leaves the light theme remembered
 ]
 
 
@@ -176,18 +227,33 @@ def demo_repo(parent: Path) -> Path:
     return root
 
 
+@contextmanager
+def scenario_app(scenario: Scenario, root: Path,
+                 settings: Settings | None = None) -> Iterator[SteerApp]:
+    """The app of one scenario in `root`, with a loopback server per answer: variant k always
+    gets answer k (one shared server would hand them out in arrival order)."""
+    from app.core.provider import Provider
+    from app.providers.openai_chat import OpenAIChat
+    from app.ui.app import SteerApp
+
+    with ExitStack() as stack:
+        servers = [stack.enter_context(ServerThread(replay=a, faults=scenario.faults))
+                   for a in scenario.answers]
+
+        def ask(n: int) -> tuple[Provider | None, list[Provider]]:
+            return None, [OpenAIChat(s.base_url, "replay") for s in servers[1:n]]
+
+        yield SteerApp(root, OpenAIChat(servers[0].base_url, "replay"), settings,
+                       context=["calc.py"], watch_files=False, blink=False, ask=ask)
+
+
 def render(scenario: Scenario, parent: Path) -> str:
     """The SVG of one scenario, in a fresh demo repository under `parent`."""
     from app.config import Settings
-    from app.providers.openai_chat import OpenAIChat
-    from app.ui.app import SteerApp
     from app.ui.compat import svg_screenshot
 
-    root = demo_repo(parent)
-    with ServerThread(replay=CALC_ANSWER, faults=scenario.faults) as server:
-        # the recorded answer is search/replace blocks: say so, as a user's --format would
-        app = SteerApp(root, OpenAIChat(server.base_url, "replay"), Settings(format="search_replace"),
-                       context=["calc.py"], watch_files=False, blink=False)
+    # the recorded answers are search/replace blocks: say so, as a user's --format would
+    with scenario_app(scenario, demo_repo(parent), Settings(format="search_replace")) as app:
         return svg_screenshot(app, SIZE, scenario.run)
 
 

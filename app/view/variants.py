@@ -54,7 +54,7 @@ def where(variants: Variants) -> str:
     return f"variant {v.index}/{len(variants.items)}"
 
 
-def card(v: Variant, shown: bool, check: CheckResult | None = None, width: int = 60) -> str:
+def card(v: Variant, shown: bool, check: CheckResult | None = None, width: int = 48) -> str:
     """One variant in the conversation: its state, figures, and its first words."""
     turn = v.session.turn
     add, rem, n = size(v)

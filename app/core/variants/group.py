@@ -267,7 +267,7 @@ class Variants:
             by = next(((i, hid) for i, hid, a, b in taken if s <= b and a <= e), None)
             if by is not None and h.ancestor is not None and h.state == HunkState.CONFLICT:
                 h.state = HunkState.SUPERSEDED
-                h.note = f"superseded by variant {by[0]}'s hunk #{by[1]}: undo that accept to take this"
+                h.note = f"variant {by[0]}'s hunk #{by[1]} was taken here (undoing it brings this back)"
                 fd.touch(h)
             elif by is None and h.state == HunkState.SUPERSEDED:
                 h.state, h.note = HunkState.CONFLICT, "the variant's accept it gave way to is gone"
@@ -298,7 +298,8 @@ class Variants:
         return await self.session.undo()
 
     # -- what the screen and the report show --------------------------------------------
-    def region(self, path: str, hunk: Hunk, context: int = 2) -> list[tuple[Variant, list[str], str]]:
+    def region(self, path: str, hunk: Hunk,
+               context: int = 3) -> list[tuple[Variant, list[tuple[str, bool]], str]]:
         """Compare view: each variant's version of the disk region `hunk` (of the variant on
         screen) covers, with `context` lines around it, and what became of its hunks there."""
         shown = self.session.pending
@@ -307,7 +308,7 @@ class Variants:
         _, shift = shown.files[path].expected()
         s = hunk.base_start + shift(hunk.base_start)
         e = s + (hunk.base_end - hunk.base_start)
-        out: list[tuple[Variant, list[str], str]] = []
+        out: list[tuple[Variant, list[tuple[str, bool]], str]] = []
         for v in self.items:
             p = v.session.pending
             fd = p.files.get(path) if p is not None else None
@@ -321,9 +322,10 @@ class Variants:
         return out
 
 
-def version(fd: FileDiff, s: int, e: int, context: int) -> list[str]:
+def version(fd: FileDiff, s: int, e: int, context: int) -> list[tuple[str, bool]]:
     """The file as variant `fd` would make it, for the disk lines [s, e) (plus context):
-    what steer expects on disk with every hunk of the variant not rejected applied."""
+    what steer expects on disk with every hunk of the variant not rejected applied. Each
+    line says whether it differs from the disk (True: the variant's own, not taken yet)."""
     expected, shift = fd.expected()
     changes = sorted((h.base_start + shift(h.base_start), h.base_end + shift(h.base_start), h.new)
                      for h in fd.hunks if h.state not in (HunkState.ACCEPTED, HunkState.REJECTED))
@@ -332,14 +334,14 @@ def version(fd: FileDiff, s: int, e: int, context: int) -> list[str]:
     for a, b, _ in changes:
         if a <= hi and lo <= b:
             lo, hi = min(lo, a), max(hi, b)
-    out: list[str] = []
+    out: list[tuple[str, bool]] = []
     at = lo
     for a, b, new in changes:
         if b < lo or a > hi or a < at:
             continue
-        out += expected[at:a] + list(new)
+        out += [(t, False) for t in expected[at:a]] + [(t, True) for t in new]
         at = b
-    out += expected[at:hi]
+    out += [(t, False) for t in expected[at:hi]]
     return out
 
 

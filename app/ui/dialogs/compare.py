@@ -21,18 +21,20 @@ class CompareScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     CompareScreen { align: center middle; }
-    #compare-box { width: 96%; height: 90%; border: thick $primary; background: $surface;
-                   padding: 0 1; }
+    #compare-box { width: 96%; height: auto; max-height: 90%; border: thick $primary;
+                   background: $surface; padding: 0 1; }
     #compare-title { text-style: bold; padding-bottom: 1; }
-    #compare-cols { height: 1fr; }
-    .compare-col { width: 1fr; height: 1fr; border-left: solid $primary 30%; padding: 0 1; }
+    #compare-cols { height: auto; max-height: 70vh; }
+    .compare-col { width: 1fr; height: auto; max-height: 70vh; border-left: solid $primary 30%;
+                   padding: 0 1; }
     .compare-head { text-style: bold; color: $accent; }
     .compare-what { color: $text-muted; text-style: italic; padding-bottom: 1; }
     #compare-foot { color: $text-muted; }
     """
     BINDINGS = [Binding("escape,q,equals_sign", "close", "Close", priority=True)]
 
-    def __init__(self, path: str, line: int, versions: list[tuple[Variant, list[str], str]]) -> None:
+    def __init__(self, path: str, line: int,
+                 versions: list[tuple[Variant, list[tuple[str, bool]], str]]) -> None:
         super().__init__()
         self.path, self.line, self.versions = path, line, versions
 
@@ -46,10 +48,22 @@ class CompareScreen(ModalScreen[None]):
                         yield Label(Text(f"variant {v.index} {state_mark(v)} {name(v.label)}"),
                                     classes="compare-head")
                         yield Label(Text(what), classes="compare-what")
-                        body = "\n".join(lines) if lines else "(this variant does not change the file)"
-                        yield Static(to_text(body), markup=False)
-            yield Label("Esc closes · [ ] switch variants in the review · y takes a hunk there",
+                        yield Static(_body(lines), markup=False)
+            yield Label("▎ marks the variant's own lines (not on disk) · Esc closes · [ ] switch "
+                        "variants in the review, y takes a hunk there",
                         id="compare-foot")
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def _body(lines: list[tuple[str, bool]]) -> Text:
+    if not lines:
+        return Text("(this variant does not change the file)", style="dim")
+    out = Text()
+    for text, own in lines:
+        out.append("▎ " if own else "  ", style="bold green" if own else "")
+        out.append_text(to_text(text, "bold" if own else ""))
+        out.append("\n")
+    out.rstrip()
+    return out
