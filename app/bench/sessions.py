@@ -184,9 +184,10 @@ async def _amplification(root: Path, rate: float) -> dict:
 
 
 def _latency(tmp: Path, pairs: int) -> dict:
-    from app.bench.tui.stream import one_rate, workspace
+    from app.bench.tui.probe import workspace
+    from app.bench.tui.stream import one_rate
 
-    root, answer_file = workspace(tmp)
+    root, answer_file = workspace(tmp, 5_000, 20_000)
     off, on = [], []
     for _ in range(pairs):
         off.append(asyncio.run(one_rate(root, answer_file, 5000)))

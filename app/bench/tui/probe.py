@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from app.bench.fixtures import big_file, search_replace_answer
+
 # the checkout, for child processes that import `app`
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -59,6 +61,20 @@ def serve(answer_file: Path | None, rate: float = 0.0,
 def stop(proc: subprocess.Popen) -> None:
     proc.kill()
     proc.wait()
+
+
+def workspace(tmp: Path, lines: int, tokens: int) -> tuple[Path, Path]:
+    """A git folder holding big.py (`lines` lines), and the search/replace answer of about
+    `tokens` tokens that edits it, in a file for `steer serve --replay`."""
+    root = tmp / "bench"
+    root.mkdir()
+    text = big_file(lines)
+    (root / "big.py").write_text("\n".join(text) + "\n")
+    answer, _ = search_replace_answer("big.py", text, tokens)
+    answer_file = tmp / "answer.txt"
+    answer_file.write_text(answer)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root, answer_file
 
 
 def collected() -> None:

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from textual import events
 
-from app.bench.fixtures import big_file, search_replace_answer
 from app.bench.tui.probe import (
     Stamped,
     breakdown,
@@ -37,21 +36,9 @@ from app.bench.tui.probe import (
     screen_latency,
     serve,
     stop,
+    workspace,
 )
 from app.server.generation import split_tokens
-
-
-def workspace(tmp: Path) -> tuple[Path, Path]:
-    root = tmp / "bench"
-    root.mkdir()
-    lines = big_file(5_000)
-    (root / "big.py").write_text("\n".join(lines) + "\n")
-    answer, _ = search_replace_answer("big.py", lines, 20_000)
-    answer_file = tmp / "answer.txt"
-    answer_file.write_text(answer)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root, answer_file
-
 
 
 async def one_rate(root: Path, answer_file: Path, rate: float, saving: dict | None = None) -> dict:
@@ -184,7 +171,7 @@ def _first_paint(tmp: Path, n_files: int = 50_000) -> dict:
 def run(rates: list[float], tokens: int = 20_000, esc_trials: int = 20) -> dict:
     del tokens  # the recorded answer is ~20,000 tokens (bench.fixtures)
     with tempfile.TemporaryDirectory() as tmp:
-        root, answer_file = workspace(Path(tmp))
+        root, answer_file = workspace(Path(tmp), 5_000, 20_000)
         n_tokens = len(split_tokens(answer_file.read_text()))
         results = []
         for r in rates:

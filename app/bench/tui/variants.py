@@ -33,7 +33,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.bench.fixtures import big_file, search_replace_answer
 from app.bench.tui.probe import (
     Stamped,
     child_env,
@@ -44,26 +43,13 @@ from app.bench.tui.probe import (
     screen_latency,
     serve,
     stop,
+    workspace,
 )
 from app.server.generation import split_tokens
 
 INSTRUCTION = "apply the recorded edits"
-FILE_LINES = 2_000
+FILE_LINES = 2_000  # the edited file (the answer spreads ~20 edits over it)
 TARGETS = {"wall_ratio_to_1": 1.1, "token_to_screen_ms_p99_at_4": 33}
-
-
-def workspace(tmp: Path, tokens: int) -> tuple[Path, Path]:
-    """A git folder with a 2,000-line file, and a search/replace answer of ~`tokens` tokens
-    that edits it (what the scripted server replays)."""
-    root = tmp / "bench"
-    root.mkdir()
-    lines = big_file(FILE_LINES)
-    (root / "big.py").write_text("\n".join(lines) + "\n")
-    answer, _ = search_replace_answer("big.py", lines, tokens)
-    answer_file = tmp / "answer.txt"
-    answer_file.write_text(answer)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root, answer_file
 
 
 async def _trial(root: Path, url: str, n: int, model: str, key: str | None,
@@ -244,7 +230,7 @@ def run(ns: list[int], rate: float = 1000.0, tokens: int = 3000, repeat: int = 3
         model: bool = False, max_tokens: int = 48, cli: bool = True) -> dict:
     ns = sorted(set(ns) | {1})  # the ratio is to one answer
     with tempfile.TemporaryDirectory() as tmp:
-        root, answer_file = workspace(Path(tmp), tokens)
+        root, answer_file = workspace(Path(tmp), FILE_LINES, tokens)
         n_tokens = len(split_tokens(answer_file.read_text()))
         env = child_env()
         proc, url = serve(answer_file, rate, env=env)
