@@ -48,6 +48,7 @@ from app.bench.tui.probe import (
 from app.server.generation import split_tokens
 
 INSTRUCTION = "apply the recorded edits"
+MODEL_FILE_LINES = 40
 FILE_LINES = 2_000  # the edited file (the answer spreads ~20 edits over it)
 TARGETS = {"wall_ratio_to_1": 1.1, "token_to_screen_ms_p99_at_4": 33}
 
@@ -116,11 +117,11 @@ async def _trial(root: Path, url: str, n: int, model: str, key: str | None,
 
 
 def _child(root: Path, url: str, n: int, model: str, key_env: str | None,
-           max_tokens: int | None) -> dict:
+           max_tokens: int | None, env: dict[str, str]) -> dict:
     """A trial in a fresh process: its CPU time and peak RSS are the trial's alone."""
     args = [str(root), url, str(n), model, key_env or "", str(max_tokens or 0)]
     out = subprocess.run([sys.executable, "-m", "app.bench.tui.variants", *args],
-                         capture_output=True, text=True, env=child_env(), timeout=900)
+                         capture_output=True, text=True, env=env, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"variants trial (N={n}) failed: {out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -187,7 +188,7 @@ def _measure(root: Path, url: str, ns: list[int], repeat: int, model: str, key_e
     cli_rows: dict[int, list[dict]] = {}
     for _ in range(repeat):  # the Ns interleaved, so a slow moment of the machine hits all
         for n in ns:
-            app_rows.setdefault(n, []).append(_child(root, url, n, model, key_env, max_tokens))
+            app_rows.setdefault(n, []).append(_child(root, url, n, model, key_env, max_tokens, env))
             if cli is not None:
                 cli_rows.setdefault(n, []).append(_cli(root, url, n, cli, env))
     out: dict = {"app": _summary(app_rows, APP_KEYS),
@@ -220,7 +221,7 @@ def _model(root: Path, ns: list[int], repeat: int, max_tokens: int, cli: bool) -
                            env)
         finally:
             stop(proc)
-    return {"max_tokens": max_tokens, "cpus": os.cpu_count(), **got,
+    return {"max_tokens": max_tokens, "file_lines": MODEL_FILE_LINES, "cpus": os.cpu_count(), **got,
             "note": "the model generates the N answers on the same cores as the app (and "
                     "each other): N variants take longer than one here; the ratio is the "
                     "machine's, not the client's"}
@@ -245,8 +246,10 @@ def run(ns: list[int], rate: float = 1000.0, tokens: int = 3000, repeat: int = 3
                   "file_lines": FILE_LINES, "repeat": repeat, "cpus": os.cpu_count(),
                   "ideal_wall_s": round(n_tokens / rate, 3) if rate else None,
                   **scripted, "targets": TARGETS}
-        if model:
-            result["model"] = _model(root, ns, repeat, max_tokens, cli)
+        if model:  # a 40-line file: the embedded model's window is 8,192 tokens
+            (Path(tmp) / "model").mkdir()
+            small, _ = workspace(Path(tmp) / "model", MODEL_FILE_LINES, 50)
+            result["model"] = _model(small, ns, repeat, max_tokens, cli)
     return result
 
 
