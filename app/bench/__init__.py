@@ -20,6 +20,16 @@ def main(argv: list[str]) -> int:
     t.add_argument("--rates", default="1000,5000,20000,0")
     t.add_argument("--tokens", type=int, default=20_000)
     t.add_argument("--esc-trials", type=int, default=20)
+    v = sub.add_parser("variants", help="N parallel variants in the real app, headless, and "
+                       "through `steer run --variants N`, against a loopback server")
+    v.add_argument("--ns", default="1,2,3,4", help="the numbers of variants measured")
+    v.add_argument("--rate", type=float, default=1000.0, help="each answer's tokens/s")
+    v.add_argument("--tokens", type=int, default=3000, help="the answer's length")
+    v.add_argument("--repeat", type=int, default=3, help="trials per N (medians and spread)")
+    v.add_argument("--model", action="store_true", help="also the embedded model (steer serve "
+                   "without --replay; it shares the machine's cores with the app)")
+    v.add_argument("--max-tokens", type=int, default=48, help="each answer's cap with --model")
+    v.add_argument("--no-cli", action="store_true", help="skip `steer run --variants N`")
     w = sub.add_parser("transport", help="persistent WebSocket vs new HTTPS connections, native "
                        "steer vs cancel-and-resend, Esc to stopped, against steer serve")
     w.add_argument("--requests", type=int, default=100)
@@ -117,9 +127,14 @@ def main(argv: list[str]) -> int:
     elif args.which == "cas":
         from app.bench import cas
         result = cas.run([int(x) for x in args.sizes.split(",")], args.writes, args.dir)
+    elif args.which == "variants":
+        from app.bench.tui import variants
+        result = variants.run(ns=[int(x) for x in args.ns.split(",")], rate=args.rate,
+                              tokens=args.tokens, repeat=args.repeat, model=args.model,
+                              max_tokens=args.max_tokens, cli=not args.no_cli)
     else:
-        from app.bench import tui
-        result = tui.run(rates=[float(x) for x in args.rates.split(",")], tokens=args.tokens,
+        from app.bench.tui import stream
+        result = stream.run(rates=[float(x) for x in args.rates.split(",")], tokens=args.tokens,
                          esc_trials=args.esc_trials)
     json.dump(result, sys.stdout, indent=2)
     print()

@@ -184,13 +184,14 @@ async def _amplification(root: Path, rate: float) -> dict:
 
 
 def _latency(tmp: Path, pairs: int) -> dict:
-    from app.bench.tui import _one_rate, _workspace
+    from app.bench.tui.probe import workspace
+    from app.bench.tui.stream import one_rate
 
-    root, answer_file = _workspace(tmp)
+    root, answer_file = workspace(tmp, 5_000, 20_000)
     off, on = [], []
     for _ in range(pairs):
-        off.append(asyncio.run(_one_rate(root, answer_file, 5000)))
-        on.append(asyncio.run(_one_rate(root, answer_file, 5000, saving={})))
+        off.append(asyncio.run(one_rate(root, answer_file, 5000)))
+        on.append(asyncio.run(one_rate(root, answer_file, 5000, saving={})))
 
     def pick(runs: list[dict]) -> dict:
         return {"token_to_screen_ms_p99": [r["token_to_screen_ms_p99"] for r in runs],

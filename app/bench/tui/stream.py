@@ -13,11 +13,8 @@ of the app on a 50,000-file repository, in a fresh process.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
-import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -27,164 +24,46 @@ from pathlib import Path
 
 from textual import events
 
-from app.bench.fixtures import big_file, search_replace_answer
+from app.bench.tui.probe import (
+    Stamped,
+    breakdown,
+    child_env,
+    collected,
+    instrument,
+    pct,
+    peak_rss_mb,
+    r2,
+    screen_latency,
+    serve,
+    stop,
+    workspace,
+)
 from app.server.generation import split_tokens
 
 
-def _pct(xs: list[float], p: float) -> float | None:
-    if not xs:
-        return None
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(len(xs) * p))]
-
-
-def _r2(x: float | None) -> float | None:
-    return None if x is None else round(x, 2)
-
-
-class _Stamped(list):
-    """turn.chunks, recording when each chunk arrived (bench only)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.times: list[float] = []
-
-    def append(self, item: str) -> None:
-        self.times.append(time.perf_counter())
-        super().append(item)
-
-
-def _server(answer_file: Path, rate: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--replay", str(answer_file),
-                             "--rate", str(rate), "--port", "0"], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None  # stdout=PIPE
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        raise RuntimeError(f"steer serve did not start: {line!r}")
-    return proc, line.rsplit(" ", 1)[-1].strip()
-
-
-def _workspace(tmp: Path) -> tuple[Path, Path]:
-    root = tmp / "bench"
-    root.mkdir()
-    lines = big_file(5_000)
-    (root / "big.py").write_text("\n".join(lines) + "\n")
-    answer, _ = search_replace_answer("big.py", lines, 20_000)
-    answer_file = tmp / "answer.txt"
-    answer_file.write_text(answer)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root, answer_file
-
-
-def _collected() -> None:
-    """Between two app runs in this process: what the last one left is collected, as a
-    fresh process would start (the peak RSS is then the largest run's, not their sum)."""
-    for cb in [cb for cb in gc.callbacks if getattr(cb, "__name__", "") == "on_gc"]:
-        gc.callbacks.remove(cb)
-    gc.collect()
-
-
-def _instrument(app) -> tuple[list[float], list[tuple[float, int]], list, list]:
-    from app.ui.compat import on_display
-
-    displays: list[float] = []
-    frames: list[tuple[float, int]] = []  # (time, chunks taken so far)
-    on_display(app, lambda: displays.append(time.perf_counter()))
-    app.main.on_frame = lambda: frames.append((time.perf_counter(), app.main.sync.chunks))
-    ticks: list = []
-    app.main.tick_log = ticks
-    collections: list[tuple[float, float, int]] = []  # (start, end, generation)
-
-    started = [0.0]  # when the collection running now started
-
-    def on_gc(phase: str, info: dict) -> None:
-        if phase == "start":
-            started[0] = time.perf_counter()
-        else:
-            collections.append((started[0], time.perf_counter(), info["generation"]))
-
-    gc.callbacks.append(on_gc)
-    return displays, frames, ticks, collections
-
-
-def _ms(x: float | None) -> float | None:
-    return None if x is None else round(x * 1000, 2)
-
-
-def _breakdown(lat: list[tuple[float, float, float]], ticks: list, collections: list,
-               t0: float, t1: float) -> dict:
-    """Where the time of the slow frames goes: waiting for the tick, our frame, Textual's
-    layout/render/write, garbage collection inside the tick."""
-    ticks = [t for t in ticks if t0 <= t.start <= t1]
-    if not ticks:
-        return {}
-
-    def gc_in(t) -> float:
-        return sum(min(e, t.end) - max(s, t.start) for s, e, _ in collections if s < t.end and e > t.start)
-
-    durations = [t.end - t.start for t in ticks]
-    slowest = max(ticks, key=lambda t: t.end - t.start)
-    worst = max(lat, key=lambda x: x[0]) if lat else None
-    out = {
-        "ticks": len(ticks),
-        "tick_ms_p50": _ms(_pct(durations, 0.5)), "tick_ms_p95": _ms(_pct(durations, 0.95)),
-        "tick_ms_p99": _ms(_pct(durations, 0.99)),
-        "slowest_tick": {"total_ms": _ms(slowest.end - slowest.start),
-                         "our_frame_ms": _ms(slowest.frame_end - slowest.start),
-                         "textual_render_ms": _ms(slowest.end - slowest.frame_end),
-                         "layout_pass": slowest.layout, "gc_ms": _ms(gc_in(slowest)),
-                         "repainted": slowest.dirty},
-        "gc_full_collections": sum(1 for s, _, g in collections if g == 2 and t0 <= s <= t1),
-        "gc_ms_max": _ms(max((e - s for s, e, _ in collections if t0 <= s <= t1), default=0.0)),
-    }
-    if worst is not None:
-        latency, arrival, shown = worst
-        tick = next((t for t in ticks if t.start >= arrival), None)
-        out["slowest_token"] = {
-            "latency_ms": round(latency, 2),
-            "waiting_for_tick_ms": _ms(tick.start - arrival) if tick else None,
-            "tick_ms": _ms(tick.end - tick.start) if tick else None,
-            "after_tick_ms": _ms(shown - tick.end) if tick else None,
-        }
-    return out
-
-
-async def _one_rate(root: Path, answer_file: Path, rate: float, saving: dict | None = None) -> dict:
+async def one_rate(root: Path, answer_file: Path, rate: float, saving: dict | None = None) -> dict:
     from app.providers.openai_chat import OpenAIChat
     from app.ui.app import SteerApp
 
-    proc, url = _server(answer_file, rate)
+    proc, url = serve(answer_file, rate)
     try:
         app = SteerApp(root, OpenAIChat(url, "replay"), context=["big.py"], watch_files=False,
                        blink=False, saving=saving)
         async with app.run_test(headless=True, size=(160, 48)) as pilot:
             await pilot.pause(0.2)
-            displays, frames, ticks, collections = _instrument(app)
+            displays, frames, ticks, collections = instrument(app)
             cpu0 = time.process_time()
             app.main.composer.send("apply the recorded edits")
             turn = app.session.turn
             assert turn is not None  # send() started it
-            turn.chunks = _Stamped()
+            turn.chunks = Stamped()
             while app.session.streaming:
                 await asyncio.sleep(0.005)
             await pilot.pause(0.1)
             cpu = time.process_time() - cpu0
             app.main.tick_log = None
             arrivals = turn.chunks.times
-            lat: list[tuple[float, float, float]] = []  # (ms, arrival, on screen)
-            fi = di = 0
-            for i, ta in enumerate(arrivals):
-                while fi < len(frames) and frames[fi][1] <= i:
-                    fi += 1
-                if fi == len(frames):
-                    break
-                tf = frames[fi][0]
-                while di < len(displays) and displays[di] < tf:
-                    di += 1
-                if di == len(displays):
-                    break
-                lat.append(((displays[di] - ta) * 1000, ta, displays[di]))
+            lat = screen_latency(arrivals, frames, displays)  # (ms, arrival, on screen)
             span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0
             in_stream = [d for d in displays if arrivals and arrivals[0] <= d <= arrivals[-1]]
             ms = [x[0] for x in lat]
@@ -193,31 +72,30 @@ async def _one_rate(root: Path, answer_file: Path, rate: float, saving: dict | N
                 "tokens": turn.deltas,
                 "hunks": len(turn.pending.hunks) if turn.pending is not None else 0,
                 "achieved_tokens_per_s": round((len(arrivals) - 1) / span) if span else None,
-                "token_to_screen_ms_p50": _r2(_pct(ms, 0.5)),
-                "token_to_screen_ms_p95": _r2(_pct(ms, 0.95)),
-                "token_to_screen_ms_p99": _r2(_pct(ms, 0.99)),
+                "token_to_screen_ms_p50": r2(pct(ms, 0.5)),
+                "token_to_screen_ms_p95": r2(pct(ms, 0.95)),
+                "token_to_screen_ms_p99": r2(pct(ms, 0.99)),
                 "frames_per_s": round(len(in_stream) / span, 1) if span else None,
                 "cpu_s_per_1000_tokens": round(cpu / max(1, turn.deltas) * 1000, 4),
                 "state": turn.state,
-                "frames": _breakdown(lat, ticks, collections, arrivals[0], arrivals[-1]) if arrivals else {},
+                "frames": breakdown(lat, ticks, collections, arrivals[0], arrivals[-1]) if arrivals else {},
             }
     finally:
-        proc.kill()
-        proc.wait()
+        stop(proc)
 
 
 async def _esc_trials(root: Path, answer_file: Path, trials: int) -> dict:
     from app.providers.openai_chat import OpenAIChat
     from app.ui.app import SteerApp
 
-    proc, url = _server(answer_file, 5000)
+    proc, url = serve(answer_file, 5000)
     rnd = random.Random(5)
     stops: list[float] = []
     try:
         app = SteerApp(root, OpenAIChat(url, "replay"), context=["big.py"], watch_files=False, blink=False)
         async with app.run_test(headless=True, size=(160, 48)) as pilot:
             await pilot.pause(0.2)
-            displays, *_ = _instrument(app)
+            displays, *_ = instrument(app)
             for _ in range(trials):
                 app.main.composer.send("apply the recorded edits")
                 await asyncio.sleep(0.1 + rnd.random() * 0.3)
@@ -235,10 +113,9 @@ async def _esc_trials(root: Path, answer_file: Path, trials: int) -> dict:
                     app.session.review.reject_all()
                 await pilot.pause(0.05)
     finally:
-        proc.kill()
-        proc.wait()
-    return {"trials": len(stops), "esc_to_stopped_ms_p50": _r2(_pct(stops, 0.5)),
-            "esc_to_stopped_ms_p99": _r2(_pct(stops, 0.99)),
+        stop(proc)
+    return {"trials": len(stops), "esc_to_stopped_ms_p50": r2(pct(stops, 0.5)),
+            "esc_to_stopped_ms_p99": r2(pct(stops, 0.99)),
             "esc_to_stopped_ms_max": round(max(stops), 2) if stops else None}
 
 
@@ -279,7 +156,7 @@ def _first_paint(tmp: Path, n_files: int = 50_000) -> dict:
     runs = []
     for _ in range(3):
         out = subprocess.run([sys.executable, "-c", FIRST_PAINT, str(root)], capture_output=True,
-                             text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+                             text=True, env=child_env())
         if out.returncode != 0:
             raise RuntimeError(out.stderr[-2000:])
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -294,12 +171,12 @@ def _first_paint(tmp: Path, n_files: int = 50_000) -> dict:
 def run(rates: list[float], tokens: int = 20_000, esc_trials: int = 20) -> dict:
     del tokens  # the recorded answer is ~20,000 tokens (bench.fixtures)
     with tempfile.TemporaryDirectory() as tmp:
-        root, answer_file = _workspace(Path(tmp))
+        root, answer_file = workspace(Path(tmp), 5_000, 20_000)
         n_tokens = len(split_tokens(answer_file.read_text()))
         results = []
         for r in rates:
-            results.append(asyncio.run(_one_rate(root, answer_file, r)))
-            _collected()
+            results.append(asyncio.run(one_rate(root, answer_file, r)))
+            collected()
         esc = asyncio.run(_esc_trials(root, answer_file, esc_trials))
         first = _first_paint(Path(tmp))
     return {
@@ -308,7 +185,7 @@ def run(rates: list[float], tokens: int = 20_000, esc_trials: int = 20) -> dict:
         "file_lines": 5000,
         "rates": results,
         "esc": esc,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": peak_rss_mb(),
         "first_paint_50k_files": first,
         "targets": {"keeps_up_with_tokens_per_s": 20_000, "token_to_screen_ms_p99_at_5000": 33,
                     "esc_to_stopped_ms_p99": 50, "rss_mb": 200, "first_paint_s": 1.0},
