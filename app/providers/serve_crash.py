@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+from app.core.disk.processes import pid_alive
+
 # what faulthandler prints for each fatal signal it catches
 FAULTS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
           "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
@@ -51,23 +53,7 @@ def adopt(proc: subprocess.Popen) -> None:
 
 def alive(pid: int) -> bool:
     """The process runs (a zombie, dead but not yet reaped, does not count)."""
-    if pid in _exits:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc (not Linux): ask the kernel
-        import os
-
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return stat[stat.rindex(")") + 2:][:1] not in ("Z", "X")
+    return pid not in _exits and pid_alive(pid)
 
 
 def wait_gone(pid: int, timeout: float) -> bool:

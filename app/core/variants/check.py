@@ -36,6 +36,8 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.core.disk.processes import group_alive, pid_alive
+
 OUTPUT_CHARS = 4000
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 PREFIX = "steer-check-"
@@ -136,50 +138,9 @@ def refusal(root: Path) -> str | None:
 
 
 # -- processes ------------------------------------------------------------------------------
-def _proc_stat(pid: str) -> tuple[str, int] | None:
-    """(state, process group) of a process from /proc, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0], int(fields[2])
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any process of group `pgid` still runs (zombies waiting for a reaper do not)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not os.path.isdir("/proc"):
-        return True
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _proc_stat(entry)
-            if st and st[1] == pgid and st[0] not in "ZX":
-                return True
-    return False
-
-
 def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not os.path.isdir("/proc"):
-        return True
-    st = _proc_stat(str(pid))
-    return st is not None and st[0] not in "ZX"  # a zombie waiting for its parent is dead
 
 
 def _kill_marked(worktree: str) -> None:
