@@ -16,6 +16,14 @@ from pathlib import Path
 from app.cli.common import EXIT_EDITS, EXIT_OK, EXIT_PROVIDER, EXIT_USAGE, ConfigError
 
 
+def say(line: str) -> None:
+    """A line on stderr; on a terminal, what a model, a server or a check printed passes the
+    boundary for outside text (its escapes shown, never obeyed)."""
+    from app.view.outside_text import terminal
+
+    print(terminal(line, dim=False) if sys.stderr.isatty() else line, file=sys.stderr)
+
+
 def usage_error(args: argparse.Namespace, n: int, root) -> str | None:
     """Why these flags cannot run here, said before any request is sent."""
     from app.core.variants.check import command_error, refusal
@@ -52,7 +60,7 @@ async def run_variants(args: argparse.Namespace, ws, settings, held: list, state
             raise ConfigError(why)
         providers = build_variant_providers(settings, cwd=ws.root)
     except ConfigError as exc:
-        print(f"steer: {exc}", file=sys.stderr)
+        say(f"steer: {exc}")
         return EXIT_USAGE
     main = Session(ws, providers[0], fmt=settings.format, max_tokens=settings.max_tokens,
                    temperature=settings.temperature)
@@ -67,13 +75,12 @@ async def run_variants(args: argparse.Namespace, ws, settings, held: list, state
                              outline=True)
         variants.ask(args.instruction, providers[1:])
     except (ContextError, VariantsRefused) as exc:
-        print(f"steer: {exc}", file=sys.stderr)
+        say(f"steer: {exc}")
         for p in providers[1:]:
             await p.aclose()
         await main.aclose()
         return EXIT_USAGE
-    print(f"steer: asked {n} variants: " + ", ".join(f"{v.index} {v.label}" for v in variants.items),
-          file=sys.stderr)
+    say(f"steer: asked {n} variants: " + ", ".join(f"{v.index} {v.label}" for v in variants.items))
     try:
         return await _race(args, ws, variants, state)
     finally:
@@ -92,7 +99,7 @@ async def _race(args: argparse.Namespace, ws, variants, state: dict) -> int:
         await v.session.wait()
         turn = v.session.turn
         ended.append(v.index)
-        print(f"steer: variant {v.index} {_ended_line(v)}", file=sys.stderr)
+        say(f"steer: variant {v.index} {_ended_line(v)}")
         if checks is not None and turn is not None and turn.complete:
             checks.start(v.index, final_files(v.session.pending))
 
@@ -141,33 +148,33 @@ def _finish(args: argparse.Namespace, ws, variants, checks, picked: int | None,
     if checks is not None:
         for r in sorted(checks.results.values(), key=lambda r: r.variant):
             how = "passed" if r.passed else r.error or f"exited {r.exit_code}"
-            print(f"steer: check on variant {r.variant}: {how} ({r.seconds:.2f} s)", file=sys.stderr)
+            say(f"steer: check on variant {r.variant}: {how} ({r.seconds:.2f} s)")
             if not r.passed and r.output.strip():
                 tail = r.output.strip().splitlines()[-3:]
-                print("\n".join(f"  {line}" for line in tail), file=sys.stderr)
+                say("\n".join(f"  {line}" for line in tail))
     if picked is not None:
         chosen = next(v for v in variants.items if v.index == picked)
         turn = chosen.session.turn
         if turn is None or not turn.complete:
-            print(f"steer: variant {picked} did not complete; nothing was written", file=sys.stderr)
+            say(f"steer: variant {picked} did not complete; nothing was written")
             code = EXIT_PROVIDER
         else:
             state["outcome"] = outcome = accept_all(chosen.session.review, ws)
             report_accept(outcome)
             left = left_open(chosen.session.pending)
             for line in left:
-                print(f"steer: not written: {line}", file=sys.stderr)
+                say(f"steer: not written: {line}")
             if not outcome.ok or left or chosen.session.pending.errors:
                 code = EXIT_EDITS
-            print(f"steer: wrote variant {picked} ({chosen.label})", file=sys.stderr)
+            say(f"steer: wrote variant {picked} ({chosen.label})")
     elif checks is not None:
-        print("steer: no variant passed the check; nothing was written", file=sys.stderr)
+        say("steer: no variant passed the check; nothing was written")
         code = EXIT_EDITS
     else:
         if not any(v.session.turn is not None and v.session.turn.complete for v in variants.items):
             code = EXIT_PROVIDER
-        print("steer: nothing written: --pick K writes variant K, --check CMD the first that "
-              "passes", file=sys.stderr)
+        say("steer: nothing written: --pick K writes variant K, --check CMD the first that "
+            "passes")
     if args.json:
         rows = []
         for v in variants.items:
