@@ -111,9 +111,9 @@ async def test_three_variants_stream_into_tabs_and_combine(tmp_path):
             await until(pilot, lambda: not isinstance(app.screen, CompareScreen))
             # ! checks every variant in a throwaway worktree and marks the tabs
             await pilot.press("exclamation_mark")
-            await until(pilot, lambda: len(app.main.checks) == 3, timeout=30)
+            await until(pilot, lambda: len(app.main.set.checks) == 3, timeout=30)
             # each variant whole, over the disk as it is now: one's add() writes int again
-            passed = {i for i, r in app.main.checks.items() if r.passed}
+            passed = {i for i, r in app.main.set.checks.items() if r.passed}
             assert passed == {v.index for v in app.variants.items} - {app.variants.items[of(app, "one")].index}
             await until(pilot, lambda: tabs.text.count("pass") == 2 and "FAIL" in tabs.text)
             cards = app.query_one("#variant-cards").render()

@@ -22,10 +22,11 @@ from app.core.variants.group import Variants
 from app.ui import actions, compat
 from app.ui.dialogs.help import HelpScreen
 from app.ui.dialogs.questions import ConfirmScreen
-from app.ui.main_screen import MainScreen, VariantBackends
+from app.ui.main_screen import MainScreen
 from app.ui.palette import Entry, SteerCommands, textual_extras
 from app.ui.plain_toasts import PlainToasts
 from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
+from app.ui.variant_set import VariantBackends
 from app.view import outside_text
 from app.view.welcome import ModelFacts, welcome
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Self
+from typing import Literal, Self
 
 from textual import getters, on
 from textual.app import ComposeResult
@@ -159,6 +159,13 @@ class Composer(Vertical):
             self.notify(f"queued: {text}", timeout=2)
         else:
             self.send(text)
+
+    def send_variants(self) -> tuple[str, Literal["information"]] | None:
+        """F3 from the palette: the typed instruction, as variants (nothing typed: say so)."""
+        if not self.prompt.value.strip():
+            return "type the instruction first, then F3 sends it as variants", "information"
+        self.prompt.action_send_variants()
+        return None
 
     @on(PromptInput.SendVariants)
     def _send_variants(self, event: PromptInput.SendVariants) -> None:
