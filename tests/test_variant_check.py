@@ -103,7 +103,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def variant(a: str) -> dict[str, bytes | None]:
-    return {"a.py": a.encode(), "gone.txt": None}
+    return {"a.py": a.encode(), "gone.txt": None, "run.sh": b"#!/bin/sh\necho variant\n"}
 
 
 # -- what a check sees, who wins ------------------------------------------------------------
@@ -118,6 +118,7 @@ async def test_first_pass_picks_the_passing_variant_which_saw_the_users_tree(roo
         await checks.aclose()
     assert winner is not None and winner.variant == 2 and winner.passed, winner
     assert winner.exit_code == 0 and winner.error == "" and winner.seconds >= 0
+    assert "NEW\nb\nUSERMOD\nuntracked\n" in winner.output
     assert "NEW\n" in winner.output and "USERMOD" in winner.output and "untracked" in winner.output
     assert not checks.results[1].passed
 
@@ -175,10 +176,11 @@ async def test_aclose_leaves_the_users_repository_as_it_was(root):
     try:
         checks.start(1, variant("NEW\n"))
         checks.start(2, variant("HANG\n"))  # still running at aclose
-        await asyncio.to_thread(wait_for, Path(os.environ["MARK"]))
-        assert len(worktrees(root)) >= 2 and my_check_dirs()
+        pgid = int(await asyncio.to_thread(wait_for, Path(os.environ["MARK"])))
+        assert len(worktrees(root)) >= 2 and my_check_dirs() and group_members(pgid)
     finally:
         await checks.aclose()
+    assert group_members(pgid) == []
     await checks.aclose()  # idempotent
     assert [line for line in worktrees(root)] == [f"worktree {root}"]
     wt_meta = root / ".git" / "worktrees"
@@ -243,9 +245,8 @@ async def test_a_variant_path_that_leaves_the_worktree_is_refused(root, tmp_path
 async def test_the_environment_points_git_at_the_worktree(root, monkeypatch):
     monkeypatch.setenv("GIT_DIR", str(root / ".git"))
     monkeypatch.setenv("GIT_INDEX_FILE", str(root / ".git" / "index"))
-    checks = Checks(root, 'test "$(git rev-parse --show-toplevel)" != "$USER_ROOT" && '
-                          'git status --porcelain', timeout=60)
-    monkeypatch.setenv("USER_ROOT", str(root))
+    checks = Checks(root, "git rev-parse --absolute-git-dir | grep /worktrees/steer-check- && "
+                          "git status --porcelain", timeout=60)
     try:
         checks.start(1, variant("NEW\n"))
         [r] = await asyncio.wait_for(checks.run_all(), 60)
