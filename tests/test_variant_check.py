@@ -191,6 +191,17 @@ async def test_aclose_leaves_the_users_repository_as_it_was(root):
     assert snapshot(root) == before
 
 
+async def test_from_a_subdirectory_the_command_runs_in_the_same_one(root):
+    checks = Checks(root / "sub", "test -f u.txt && test -f ../a.py && pwd", timeout=60)
+    try:
+        checks.start(1, variant("NEW\n"))
+        [r] = await asyncio.wait_for(checks.run_all(), 60)
+    finally:
+        await checks.aclose()
+    assert r.passed, r
+    assert "/steer-check-" in r.output and r.output.rstrip().endswith("/sub")
+
+
 # -- how a check can fail -------------------------------------------------------------------
 async def test_a_hanging_command_times_out_with_its_children(root, tmp_path):
     mark = tmp_path / "mark"

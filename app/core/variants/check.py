@@ -321,7 +321,7 @@ class Checks:
         self._preps: list[Future[Path]] = []
         self._lock = threading.Lock()  # the set of worktrees, their removal
         self._git_lock = threading.Lock()  # `git worktree add`
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="steer-check")
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="steer-check")
         self._changed = asyncio.Event()
         self._cancel_reason = "cancelled"
         self._starts_closed = False
@@ -462,6 +462,10 @@ class Checks:
             return
         try:
             self._record(await self._run(variant, tree))
+        except asyncio.CancelledError:
+            if variant not in self._results:  # stopped before its command started
+                self._record(CheckResult(variant, None, 0.0, "", self._cancel_reason))
+            raise
         finally:
             # the result is out; the worktree goes (aclose sweeps it if this is cancelled)
             await asyncio.wrap_future(self._pool.submit(self._remove_one, tree))
