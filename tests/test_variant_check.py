@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -362,3 +363,32 @@ async def test_a_killed_steers_leftovers_go_with_the_next_checks(root, tmp_path)
     assert not stale.exists() and my_check_dirs(proc.pid) == []
     assert worktrees(root) == [f"worktree {root}"]
     assert group_members(pgid) == []
+
+
+async def test_a_users_own_worktree_keeps_its_metadata(root, tmp_path):
+    """Not a `git worktree prune`: a user's worktree whose folder is away (an unmounted
+    drive) is not forgotten by the checks."""
+    git(root, "worktree", "add", "-q", "--detach", str(tmp_path / "userwt"))
+    (tmp_path / "userwt").rename(tmp_path / "away")
+    checks = Checks(root, "true")
+    try:
+        checks.start(1, {})
+        [r] = await asyncio.wait_for(checks.run_all(), 60)
+    finally:
+        await checks.aclose()
+    assert r.passed
+    assert [p.name for p in (root / ".git" / "worktrees").iterdir()] == ["userwt"]
+
+
+async def test_a_killed_steers_metadata_goes_also_when_its_folder_is_gone(root, tmp_path):
+    proc, pgid = start_driver(root, tmp_path / "mark")
+    proc.kill()
+    proc.communicate(timeout=60)
+    os.killpg(pgid, signal.SIGKILL)  # as a reboot would: the processes and /tmp are gone
+    [stale] = my_check_dirs(proc.pid)
+    shutil.rmtree(stale)
+    assert len(list((root / ".git" / "worktrees").iterdir())) == 1
+    checks = Checks(root, "true")
+    await checks.aclose()
+    assert not (root / ".git" / "worktrees").exists()
+    assert worktrees(root) == [f"worktree {root}"]

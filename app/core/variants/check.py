@@ -213,9 +213,38 @@ def remove_worktree(root: Path, path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def git_common_dir(root: Path) -> Path:
+    out = _git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", check=True)
+    return Path(out.stdout.strip())
+
+
+def _ours_or_dead(folder: str) -> bool:
+    m = re.match(re.escape(PREFIX) + r"(\d+)-", os.path.basename(folder))
+    if m is None:
+        return False
+    pid = int(m.group(1))
+    return pid == os.getpid() or not pid_alive(pid)
+
+
+def forget(common: Path) -> None:
+    """Drop the metadata (.git/worktrees/<name>) of check worktrees whose folder is gone and
+    whose steer is this one or dead. Not `git worktree prune`: that would also drop the
+    metadata of a user's own worktree whose folder is only unmounted for now."""
+    meta = common / "worktrees"
+    with contextlib.suppress(OSError):
+        for entry in meta.iterdir():
+            try:
+                folder = os.path.dirname((entry / "gitdir").read_text().strip())
+            except OSError:
+                continue
+            if _ours_or_dead(folder) and not os.path.lexists(folder):
+                shutil.rmtree(entry, ignore_errors=True)
+        meta.rmdir()  # as git leaves it: no worktrees/ folder once the last one is gone
+
+
 def remove_stale(root: Path) -> list[Path]:
     """Remove check worktrees left by a steer that is gone (its pid is in the dir's name),
-    kill what still runs in them, and prune the repository's worktree list."""
+    kill what still runs in them, and forget their metadata."""
     removed = []
     tmp = Path(tempfile.gettempdir())
     with contextlib.suppress(OSError):
@@ -226,7 +255,7 @@ def remove_stale(root: Path) -> list[Path]:
             _kill_marked(str(entry))
             remove_worktree(root, entry)
             removed.append(entry)
-    _git(root, "worktree", "prune")
+    forget(git_common_dir(root))
     return removed
 
 
@@ -312,6 +341,7 @@ class Checks:
         self.timeout = timeout
         self.root = Path(_git(root, "rev-parse", "--show-toplevel", check=True).stdout.strip())
         self.prefix = _git(root, "rev-parse", "--show-prefix", check=True).stdout.strip()
+        self.common = git_common_dir(self.root)
         remove_stale(self.root)
         self._results: dict[int, CheckResult] = {}
         self._order: list[int] = []  # variants in the order their checks ended
@@ -412,7 +442,7 @@ class Checks:
             for path in list(self._worktrees):
                 remove_worktree(self.root, path)
                 self._worktrees.discard(path)
-            _git(self.root, "worktree", "prune")
+            forget(self.common)
 
     def _remove_one(self, path: Path) -> None:
         with self._lock, self._git_lock:
