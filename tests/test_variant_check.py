@@ -359,10 +359,12 @@ async def test_a_killed_steers_leftovers_go_with_the_next_checks(root, tmp_path)
     [stale] = my_check_dirs(proc.pid)
     assert f"worktree {stale}" in worktrees(root) and group_members(pgid)  # left behind
     checks = Checks(root, "true")
-    await checks.aclose()
-    assert not stale.exists() and my_check_dirs(proc.pid) == []
-    assert worktrees(root) == [f"worktree {root}"]
-    assert group_members(pgid) == []
+    try:  # gone with the construction, not only with aclose
+        assert not stale.exists() and my_check_dirs(proc.pid) == []
+        assert worktrees(root) == [f"worktree {root}"]
+        assert group_members(pgid) == []
+    finally:
+        await checks.aclose()
 
 
 async def test_a_users_own_worktree_keeps_its_metadata(root, tmp_path):
@@ -389,6 +391,8 @@ async def test_a_killed_steers_metadata_goes_also_when_its_folder_is_gone(root, 
     shutil.rmtree(stale)
     assert len(list((root / ".git" / "worktrees").iterdir())) == 1
     checks = Checks(root, "true")
-    await checks.aclose()
-    assert not (root / ".git" / "worktrees").exists()
-    assert worktrees(root) == [f"worktree {root}"]
+    try:  # gone with the construction, not only with aclose
+        assert not (root / ".git" / "worktrees").exists()
+        assert worktrees(root) == [f"worktree {root}"]
+    finally:
+        await checks.aclose()
