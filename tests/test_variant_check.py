@@ -218,6 +218,18 @@ async def test_a_hanging_command_times_out_with_its_children(root, tmp_path):
     assert group_members(pgid) == []
 
 
+async def test_a_command_that_ignores_sigterm_gets_sigkill(root, tmp_path):
+    mark = tmp_path / "mark"
+    checks = Checks(root, f"trap '' TERM; echo $$ > {mark}; sleep 300 & sleep 300", timeout=0.5)
+    try:
+        checks.start(1, {})
+        [result] = await asyncio.wait_for(checks.run_all(), 60)
+    finally:
+        await checks.aclose()
+    assert result.error.startswith("timed out after 0.5 s")
+    assert group_members(int(mark.read_text())) == []
+
+
 async def test_not_found_and_crash_are_named(root):
     checks = Checks(root, "true && nosuchcmd-xyz --flag", timeout=60)
     try:
