@@ -566,16 +566,19 @@ async def _end_group(proc: asyncio.subprocess.Process) -> None:
     """End the process group `proc` leads: SIGTERM, then SIGKILL after KILL_GRACE; returns
     once `proc` is reaped and no other member runs."""
     pgid = proc.pid
-    if proc.returncode is None or group_alive(pgid):
-        _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + KILL_GRACE
-        while time.monotonic() < deadline:
-            if proc.returncode is not None and not group_alive(pgid):
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), 0.05)
-        _signal_group(pgid, signal.SIGKILL)
-    await proc.wait()
+    reaped = asyncio.ensure_future(proc.wait())
+    try:
+        if proc.returncode is None or group_alive(pgid):
+            _signal_group(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + KILL_GRACE
+            while time.monotonic() < deadline:
+                if reaped.done() and not group_alive(pgid):
+                    return
+                await asyncio.wait({reaped}, timeout=0.05)
+            _signal_group(pgid, signal.SIGKILL)
+        await reaped
+    finally:
+        reaped.cancel()
     deadline = time.monotonic() + KILL_GRACE
     while group_alive(pgid) and time.monotonic() < deadline:
         _signal_group(pgid, signal.SIGKILL)
