@@ -340,6 +340,17 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temp dir of this test's own for the check worktrees: a steer in another test run at
+    the same time would otherwise clean up the dead drivers' leftovers before we look."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    return tmp
+
+
 def start_driver(root: Path, mark: Path) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.Popen(
@@ -353,7 +364,7 @@ def start_driver(root: Path, mark: Path) -> tuple[subprocess.Popen[str], int]:
     return proc, pgid
 
 
-def test_ctrl_c_leaves_no_worktree_and_no_process(root, tmp_path):
+def test_ctrl_c_leaves_no_worktree_and_no_process(root, tmp_path, private_tmp):
     proc, pgid = start_driver(root, tmp_path / "mark")
     assert group_members(pgid) and len(worktrees(root)) == 2 and my_check_dirs(proc.pid)
     proc.send_signal(signal.SIGINT)
@@ -364,11 +375,12 @@ def test_ctrl_c_leaves_no_worktree_and_no_process(root, tmp_path):
     assert my_check_dirs(proc.pid) == []
 
 
-async def test_a_killed_steers_leftovers_go_with_the_next_checks(root, tmp_path):
+async def test_a_killed_steers_leftovers_go_with_the_next_checks(root, tmp_path, private_tmp):
     proc, pgid = start_driver(root, tmp_path / "mark")
     proc.kill()
     proc.communicate(timeout=60)
     [stale] = my_check_dirs(proc.pid)
+    assert stale.parent == private_tmp
     assert f"worktree {stale}" in worktrees(root) and group_members(pgid)  # left behind
     checks = Checks(root, "true")
     try:  # gone with the construction, not only with aclose
@@ -394,7 +406,7 @@ async def test_a_users_own_worktree_keeps_its_metadata(root, tmp_path):
     assert [p.name for p in (root / ".git" / "worktrees").iterdir()] == ["userwt"]
 
 
-async def test_a_killed_steers_metadata_goes_also_when_its_folder_is_gone(root, tmp_path):
+async def test_a_killed_steers_metadata_goes_also_when_its_folder_is_gone(root, tmp_path, private_tmp):
     proc, pgid = start_driver(root, tmp_path / "mark")
     proc.kill()
     proc.communicate(timeout=60)
