@@ -156,12 +156,8 @@ def group_alive(pgid: int) -> bool:
         return True
     if not os.path.isdir("/proc"):
         return True
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _proc_stat(entry)
-            if st and st[1] == pgid and st[0] not in "ZX":
-                return True
-    return False
+    return any((st := _proc_stat(e)) is not None and st[1] == pgid and st[0] not in "ZX"
+               for e in os.listdir("/proc") if e.isdigit())
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -182,29 +178,25 @@ def pid_alive(pid: int) -> bool:
     return st is not None and st[0] not in "ZX"  # a zombie waiting for its parent is dead
 
 
-def _kill_marked(worktree: str) -> None:
-    """SIGKILL every process whose environment names `worktree` (a dead steer's leftovers)."""
-    if not os.path.isdir("/proc"):
+def _kill_marked(*worktrees: str) -> None:
+    """SIGKILL every process whose environment names one of `worktrees`: a dead steer's
+    leftovers, or what left its check's process group (setsid) or outlived it in a race."""
+    if not worktrees or not os.path.isdir("/proc"):
         return
-    mark = f"{ENV_MARK}={worktree}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    marks = {f"{ENV_MARK}={w}".encode() for w in worktrees}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/environ", "rb") as fh:
                 env = fh.read().split(b"\0")
         except OSError:
             continue
-        if mark in env:
+        if marks.intersection(env):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(entry), signal.SIGKILL)
 
 
 def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
+    return signal.Signals(num).name if num in signal.valid_signals() else f"signal {num}"
 
 
 # -- worktrees -------------------------------------------------------------------------------
@@ -218,12 +210,15 @@ def git_common_dir(root: Path) -> Path:
     return Path(out.stdout.strip())
 
 
-def _ours_or_dead(folder: str) -> bool:
+def _owner(folder: str) -> int | None:
+    """The pid of the steer that made a check worktree folder (it is in the name)."""
     m = re.match(re.escape(PREFIX) + r"(\d+)-", os.path.basename(folder))
-    if m is None:
-        return False
-    pid = int(m.group(1))
-    return pid == os.getpid() or not pid_alive(pid)
+    return int(m.group(1)) if m else None
+
+
+def _ours_or_dead(folder: str) -> bool:
+    pid = _owner(folder)
+    return pid is not None and (pid == os.getpid() or not pid_alive(pid))
 
 
 def forget(common: Path) -> None:
@@ -249,8 +244,8 @@ def remove_stale(root: Path) -> list[Path]:
     tmp = Path(tempfile.gettempdir())
     with contextlib.suppress(OSError):
         for entry in tmp.iterdir():
-            m = re.match(re.escape(PREFIX) + r"(\d+)-", entry.name)
-            if not m or not entry.is_dir() or entry.is_symlink() or pid_alive(int(m.group(1))):
+            pid = _owner(entry.name)
+            if pid is None or not entry.is_dir() or entry.is_symlink() or pid_alive(pid):
                 continue
             _kill_marked(str(entry))
             remove_worktree(root, entry)
@@ -439,6 +434,7 @@ class Checks:
 
     def _remove_all(self) -> None:
         with self._lock, self._git_lock:
+            _kill_marked(*map(str, self._worktrees))
             for path in list(self._worktrees):
                 remove_worktree(self.root, path)
                 self._worktrees.discard(path)
@@ -447,6 +443,7 @@ class Checks:
     def _remove_one(self, path: Path) -> None:
         with self._lock, self._git_lock:
             if path in self._worktrees:
+                _kill_marked(str(path))
                 remove_worktree(self.root, path)
                 self._worktrees.discard(path)
 
@@ -505,12 +502,26 @@ class Checks:
         cwd.mkdir(parents=True, exist_ok=True)
         env = {**git_env(), ENV_MARK: str(tree)}
         began = time.monotonic()
+        # shielded: a cancelled spawn would have asyncio SIGKILL the shell alone, leaving
+        # whatever it started meanwhile outside our reach
+        spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", self.cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", self.cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = await asyncio.shield(spawn)
         except OSError as exc:
             return CheckResult(variant, None, 0.0, "", f"could not start /bin/sh: {exc}")
+        except asyncio.CancelledError:
+            with contextlib.suppress(OSError):
+                proc = await spawn
+                self._groups.add(proc.pid)
+                try:
+                    await _end_group(proc)
+                finally:
+                    self._groups.discard(proc.pid)
+            self._record(CheckResult(variant, None, time.monotonic() - began, "",
+                                     self._cancel_reason))
+            raise
         self._groups.add(proc.pid)
         tail = bytearray()
         assert proc.stdout is not None
@@ -531,8 +542,7 @@ class Checks:
             raise
         finally:
             self._groups.discard(proc.pid)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(reader), 1.0)
+        await asyncio.wait({reader}, timeout=1.0)  # the last output, unless a pipe stays open
         reader.cancel()
         output = _decode_tail(tail)
         if timed_out:
@@ -586,5 +596,4 @@ async def _end_group(proc: asyncio.subprocess.Process) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    return (" ".join(str(exc).split()) or type(exc).__name__)[:300]
