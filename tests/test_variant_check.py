@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -103,7 +104,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def variant(a: str) -> dict[str, bytes | None]:
-    return {"a.py": a.encode(), "gone.txt": None}
+    return {"a.py": a.encode(), "gone.txt": None, "run.sh": b"#!/bin/sh\necho variant\n"}
 
 
 # -- what a check sees, who wins ------------------------------------------------------------
@@ -118,6 +119,7 @@ async def test_first_pass_picks_the_passing_variant_which_saw_the_users_tree(roo
         await checks.aclose()
     assert winner is not None and winner.variant == 2 and winner.passed, winner
     assert winner.exit_code == 0 and winner.error == "" and winner.seconds >= 0
+    assert "NEW\nb\nUSERMOD\nuntracked\n" in winner.output
     assert "NEW\n" in winner.output and "USERMOD" in winner.output and "untracked" in winner.output
     assert not checks.results[1].passed
 
@@ -175,10 +177,11 @@ async def test_aclose_leaves_the_users_repository_as_it_was(root):
     try:
         checks.start(1, variant("NEW\n"))
         checks.start(2, variant("HANG\n"))  # still running at aclose
-        await asyncio.to_thread(wait_for, Path(os.environ["MARK"]))
-        assert len(worktrees(root)) >= 2 and my_check_dirs()
+        pgid = int(await asyncio.to_thread(wait_for, Path(os.environ["MARK"])))
+        assert len(worktrees(root)) >= 2 and my_check_dirs() and group_members(pgid)
     finally:
         await checks.aclose()
+    assert group_members(pgid) == []
     await checks.aclose()  # idempotent
     assert [line for line in worktrees(root)] == [f"worktree {root}"]
     wt_meta = root / ".git" / "worktrees"
@@ -187,6 +190,17 @@ async def test_aclose_leaves_the_users_repository_as_it_was(root):
     index_after = hashlib.sha256((root / ".git" / "index").read_bytes()).digest()
     assert index_after == before["index"]
     assert snapshot(root) == before
+
+
+async def test_from_a_subdirectory_the_command_runs_in_the_same_one(root):
+    checks = Checks(root / "sub", "test -f u.txt && test -f ../a.py && pwd", timeout=60)
+    try:
+        checks.start(1, variant("NEW\n"))
+        [r] = await asyncio.wait_for(checks.run_all(), 60)
+    finally:
+        await checks.aclose()
+    assert r.passed, r
+    assert "/steer-check-" in r.output and r.output.rstrip().endswith("/sub")
 
 
 # -- how a check can fail -------------------------------------------------------------------
@@ -202,6 +216,18 @@ async def test_a_hanging_command_times_out_with_its_children(root, tmp_path):
     assert result.error == "timed out after 1 s; killed with its children"
     pgid = int(mark.read_text())
     assert group_members(pgid) == []
+
+
+async def test_a_command_that_ignores_sigterm_gets_sigkill(root, tmp_path):
+    mark = tmp_path / "mark"
+    checks = Checks(root, f"trap '' TERM; echo $$ > {mark}; sleep 300 & sleep 300", timeout=0.5)
+    try:
+        checks.start(1, {})
+        [result] = await asyncio.wait_for(checks.run_all(), 60)
+    finally:
+        await checks.aclose()
+    assert result.error.startswith("timed out after 0.5 s")
+    assert group_members(int(mark.read_text())) == []
 
 
 async def test_not_found_and_crash_are_named(root):
@@ -243,9 +269,8 @@ async def test_a_variant_path_that_leaves_the_worktree_is_refused(root, tmp_path
 async def test_the_environment_points_git_at_the_worktree(root, monkeypatch):
     monkeypatch.setenv("GIT_DIR", str(root / ".git"))
     monkeypatch.setenv("GIT_INDEX_FILE", str(root / ".git" / "index"))
-    checks = Checks(root, 'test "$(git rev-parse --show-toplevel)" != "$USER_ROOT" && '
-                          'git status --porcelain', timeout=60)
-    monkeypatch.setenv("USER_ROOT", str(root))
+    checks = Checks(root, "git rev-parse --absolute-git-dir | grep /worktrees/steer-check- && "
+                          "git status --porcelain", timeout=60)
     try:
         checks.start(1, variant("NEW\n"))
         [r] = await asyncio.wait_for(checks.run_all(), 60)
@@ -315,6 +340,17 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temp dir of this test's own for the check worktrees: a steer in another test run at
+    the same time would otherwise clean up the dead drivers' leftovers before we look."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    return tmp
+
+
 def start_driver(root: Path, mark: Path) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.Popen(
@@ -328,7 +364,7 @@ def start_driver(root: Path, mark: Path) -> tuple[subprocess.Popen[str], int]:
     return proc, pgid
 
 
-def test_ctrl_c_leaves_no_worktree_and_no_process(root, tmp_path):
+def test_ctrl_c_leaves_no_worktree_and_no_process(root, tmp_path, private_tmp):
     proc, pgid = start_driver(root, tmp_path / "mark")
     assert group_members(pgid) and len(worktrees(root)) == 2 and my_check_dirs(proc.pid)
     proc.send_signal(signal.SIGINT)
@@ -339,14 +375,48 @@ def test_ctrl_c_leaves_no_worktree_and_no_process(root, tmp_path):
     assert my_check_dirs(proc.pid) == []
 
 
-async def test_a_killed_steers_leftovers_go_with_the_next_checks(root, tmp_path):
+async def test_a_killed_steers_leftovers_go_with_the_next_checks(root, tmp_path, private_tmp):
     proc, pgid = start_driver(root, tmp_path / "mark")
     proc.kill()
     proc.communicate(timeout=60)
     [stale] = my_check_dirs(proc.pid)
+    assert stale.parent == private_tmp
     assert f"worktree {stale}" in worktrees(root) and group_members(pgid)  # left behind
     checks = Checks(root, "true")
-    await checks.aclose()
-    assert not stale.exists() and my_check_dirs(proc.pid) == []
-    assert worktrees(root) == [f"worktree {root}"]
-    assert group_members(pgid) == []
+    try:  # gone with the construction, not only with aclose
+        assert not stale.exists() and my_check_dirs(proc.pid) == []
+        assert worktrees(root) == [f"worktree {root}"]
+        assert group_members(pgid) == []
+    finally:
+        await checks.aclose()
+
+
+async def test_a_users_own_worktree_keeps_its_metadata(root, tmp_path):
+    """Not a `git worktree prune`: a user's worktree whose folder is away (an unmounted
+    drive) is not forgotten by the checks."""
+    git(root, "worktree", "add", "-q", "--detach", str(tmp_path / "userwt"))
+    (tmp_path / "userwt").rename(tmp_path / "away")
+    checks = Checks(root, "true")
+    try:
+        checks.start(1, {})
+        [r] = await asyncio.wait_for(checks.run_all(), 60)
+    finally:
+        await checks.aclose()
+    assert r.passed
+    assert [p.name for p in (root / ".git" / "worktrees").iterdir()] == ["userwt"]
+
+
+async def test_a_killed_steers_metadata_goes_also_when_its_folder_is_gone(root, tmp_path, private_tmp):
+    proc, pgid = start_driver(root, tmp_path / "mark")
+    proc.kill()
+    proc.communicate(timeout=60)
+    os.killpg(pgid, signal.SIGKILL)  # as a reboot would: the processes and /tmp are gone
+    [stale] = my_check_dirs(proc.pid)
+    shutil.rmtree(stale)
+    assert len(list((root / ".git" / "worktrees").iterdir())) == 1
+    checks = Checks(root, "true")
+    try:  # gone with the construction, not only with aclose
+        assert not (root / ".git" / "worktrees").exists()
+        assert worktrees(root) == [f"worktree {root}"]
+    finally:
+        await checks.aclose()

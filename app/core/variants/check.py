@@ -143,29 +143,25 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _kill_marked(worktree: str) -> None:
-    """SIGKILL every process whose environment names `worktree` (a dead steer's leftovers)."""
-    if not os.path.isdir("/proc"):
+def _kill_marked(*worktrees: str) -> None:
+    """SIGKILL every process whose environment names one of `worktrees`: a dead steer's
+    leftovers, or what left its check's process group (setsid) or outlived it in a race."""
+    if not worktrees or not os.path.isdir("/proc"):
         return
-    mark = f"{ENV_MARK}={worktree}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    marks = {f"{ENV_MARK}={w}".encode() for w in worktrees}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/environ", "rb") as fh:
                 env = fh.read().split(b"\0")
         except OSError:
             continue
-        if mark in env:
+        if marks.intersection(env):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(entry), signal.SIGKILL)
 
 
 def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
+    return signal.Signals(num).name if num in signal.valid_signals() else f"signal {num}"
 
 
 # -- worktrees -------------------------------------------------------------------------------
@@ -174,20 +170,52 @@ def remove_worktree(root: Path, path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def git_common_dir(root: Path) -> Path:
+    out = _git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", check=True)
+    return Path(out.stdout.strip())
+
+
+def _owner(folder: str) -> int | None:
+    """The pid of the steer that made a check worktree folder (it is in the name)."""
+    m = re.match(re.escape(PREFIX) + r"(\d+)-", os.path.basename(folder))
+    return int(m.group(1)) if m else None
+
+
+def _ours_or_dead(folder: str) -> bool:
+    pid = _owner(folder)
+    return pid is not None and (pid == os.getpid() or not pid_alive(pid))
+
+
+def forget(common: Path) -> None:
+    """Drop the metadata (.git/worktrees/<name>) of check worktrees whose folder is gone and
+    whose steer is this one or dead. Not `git worktree prune`: that would also drop the
+    metadata of a user's own worktree whose folder is only unmounted for now."""
+    meta = common / "worktrees"
+    with contextlib.suppress(OSError):
+        for entry in meta.iterdir():
+            try:
+                folder = os.path.dirname((entry / "gitdir").read_text().strip())
+            except OSError:
+                continue
+            if _ours_or_dead(folder) and not os.path.lexists(folder):
+                shutil.rmtree(entry, ignore_errors=True)
+        meta.rmdir()  # as git leaves it: no worktrees/ folder once the last one is gone
+
+
 def remove_stale(root: Path) -> list[Path]:
     """Remove check worktrees left by a steer that is gone (its pid is in the dir's name),
-    kill what still runs in them, and prune the repository's worktree list."""
+    kill what still runs in them, and forget their metadata."""
     removed = []
     tmp = Path(tempfile.gettempdir())
     with contextlib.suppress(OSError):
         for entry in tmp.iterdir():
-            m = re.match(re.escape(PREFIX) + r"(\d+)-", entry.name)
-            if not m or not entry.is_dir() or entry.is_symlink() or pid_alive(int(m.group(1))):
+            pid = _owner(entry.name)
+            if pid is None or not entry.is_dir() or entry.is_symlink() or pid_alive(pid):
                 continue
             _kill_marked(str(entry))
             remove_worktree(root, entry)
             removed.append(entry)
-    _git(root, "worktree", "prune")
+    forget(git_common_dir(root))
     return removed
 
 
@@ -273,6 +301,7 @@ class Checks:
         self.timeout = timeout
         self.root = Path(_git(root, "rev-parse", "--show-toplevel", check=True).stdout.strip())
         self.prefix = _git(root, "rev-parse", "--show-prefix", check=True).stdout.strip()
+        self.common = git_common_dir(self.root)
         remove_stale(self.root)
         self._results: dict[int, CheckResult] = {}
         self._order: list[int] = []  # variants in the order their checks ended
@@ -282,7 +311,7 @@ class Checks:
         self._preps: list[Future[Path]] = []
         self._lock = threading.Lock()  # the set of worktrees, their removal
         self._git_lock = threading.Lock()  # `git worktree add`
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="steer-check")
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="steer-check")
         self._changed = asyncio.Event()
         self._cancel_reason = "cancelled"
         self._starts_closed = False
@@ -370,14 +399,16 @@ class Checks:
 
     def _remove_all(self) -> None:
         with self._lock, self._git_lock:
+            _kill_marked(*map(str, self._worktrees))
             for path in list(self._worktrees):
                 remove_worktree(self.root, path)
                 self._worktrees.discard(path)
-            _git(self.root, "worktree", "prune")
+            forget(self.common)
 
     def _remove_one(self, path: Path) -> None:
         with self._lock, self._git_lock:
             if path in self._worktrees:
+                _kill_marked(str(path))
                 remove_worktree(self.root, path)
                 self._worktrees.discard(path)
 
@@ -423,6 +454,10 @@ class Checks:
             return
         try:
             self._record(await self._run(variant, tree))
+        except asyncio.CancelledError:
+            if variant not in self._results:  # stopped before its command started
+                self._record(CheckResult(variant, None, 0.0, "", self._cancel_reason))
+            raise
         finally:
             # the result is out; the worktree goes (aclose sweeps it if this is cancelled)
             await asyncio.wrap_future(self._pool.submit(self._remove_one, tree))
@@ -432,12 +467,26 @@ class Checks:
         cwd.mkdir(parents=True, exist_ok=True)
         env = {**git_env(), ENV_MARK: str(tree)}
         began = time.monotonic()
+        # shielded: a cancelled spawn would have asyncio SIGKILL the shell alone, leaving
+        # whatever it started meanwhile outside our reach
+        spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", self.cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", self.cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = await asyncio.shield(spawn)
         except OSError as exc:
             return CheckResult(variant, None, 0.0, "", f"could not start /bin/sh: {exc}")
+        except asyncio.CancelledError:
+            with contextlib.suppress(OSError):
+                proc = await spawn
+                self._groups.add(proc.pid)
+                try:
+                    await _end_group(proc)
+                finally:
+                    self._groups.discard(proc.pid)
+            self._record(CheckResult(variant, None, time.monotonic() - began, "",
+                                     self._cancel_reason))
+            raise
         self._groups.add(proc.pid)
         tail = bytearray()
         assert proc.stdout is not None
@@ -458,8 +507,7 @@ class Checks:
             raise
         finally:
             self._groups.discard(proc.pid)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(reader), 1.0)
+        await asyncio.wait({reader}, timeout=1.0)  # the last output, unless a pipe stays open
         reader.cancel()
         output = _decode_tail(tail)
         if timed_out:
@@ -493,16 +541,19 @@ async def _end_group(proc: asyncio.subprocess.Process) -> None:
     """End the process group `proc` leads: SIGTERM, then SIGKILL after KILL_GRACE; returns
     once `proc` is reaped and no other member runs."""
     pgid = proc.pid
-    if proc.returncode is None or group_alive(pgid):
-        _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + KILL_GRACE
-        while time.monotonic() < deadline:
-            if proc.returncode is not None and not group_alive(pgid):
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), 0.05)
-        _signal_group(pgid, signal.SIGKILL)
-    await proc.wait()
+    reaped = asyncio.ensure_future(proc.wait())
+    try:
+        if proc.returncode is None or group_alive(pgid):
+            _signal_group(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + KILL_GRACE
+            while time.monotonic() < deadline:
+                if reaped.done() and not group_alive(pgid):
+                    return
+                await asyncio.wait({reaped}, timeout=0.05)
+            _signal_group(pgid, signal.SIGKILL)
+        await reaped
+    finally:
+        reaped.cancel()
     deadline = time.monotonic() + KILL_GRACE
     while group_alive(pgid) and time.monotonic() < deadline:
         _signal_group(pgid, signal.SIGKILL)
@@ -510,5 +561,4 @@ async def _end_group(proc: asyncio.subprocess.Process) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    return (" ".join(str(exc).split()) or type(exc).__name__)[:300]
