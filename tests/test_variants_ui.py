@@ -62,6 +62,13 @@ async def test_three_variants_stream_into_tabs_and_combine(tmp_path):
             turns = [v.session.turn for v in app.variants.items]
             assert max(t.first_token for t in turns) < min(t.ended for t in turns)
             assert prompt.value == "" and app.focused is prompt  # nothing moved the keys
+            # typed in the prompt, the variants' keys are text (rule 8)
+            for key in ("left_square_bracket", "x", "right_square_bracket", "equals_sign",
+                        "exclamation_mark"):
+                await pilot.press(key)
+            assert prompt.value == "[x]=!" and app.variants.shown == 0
+            assert not isinstance(app.screen, CompareScreen) and not app.main.set.checks
+            prompt.value = ""
             await pilot.pause(0.2)
             assert tabs.text.count("✓") == 3
             # [ and ] switch what the review shows
