@@ -73,16 +73,13 @@ def cmd_tui(argv: list[str]) -> int:
 def _variant_backends(settings, root):
     """What the app asks a set of N variants with: fresh back-ends from the same settings
     (--variant-models: theirs, variant 1's too), nothing connected before its request."""
-    from app.config import variant_count
     from app.providers.factory import build_variant_providers
 
     def ask(n: int):
         if settings.variant_models:  # the models named decide how many
             providers = build_variant_providers(settings, cwd=root)
             return providers[0], providers[1:]
-        s = settings.model_copy(update={"variants": n})
-        variant_count(s)  # 1 to 8, said in one line
-        providers = build_variant_providers(s, cwd=root)
+        providers = build_variant_providers(settings.model_copy(update={"variants": n}), cwd=root)
         return None, providers[1:]  # variant 1 is the session's own back-end
 
     return ask

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 
 from app.core.edits.hunks import Hunk
 from app.core.provider import Provider
-from app.core.variants.check import CheckResult, Checks, command_error, refusal
+from app.core.variants.check import CheckRefused, CheckResult, Checks
 from app.core.variants.group import Variants, VariantsRefused, final_files
 from app.ui.dialogs.compare import CompareScreen
 from app.view import variants as shown
@@ -76,12 +76,14 @@ class VariantSet:
                     "the config", "warning")
         done = [v for v in self.variants.items if v.session.turn is not None
                 and v.session.turn.complete and v.session.pending is not None]
-        root = self.variants.main.ws.root
-        why = command_error(cmd) or await asyncio.to_thread(refusal, root)
-        if why or not done:
-            return why or "no variant has finished yet", "warning"
+        if not done:
+            return "no variant has finished yet", "warning"
+        try:  # it asks git and reads /proc first: off the event loop
+            checks = await asyncio.to_thread(Checks, self.variants.main.ws.root, cmd,
+                                             timeout=self.timeout)
+        except CheckRefused as exc:
+            return str(exc), "warning"
         say(f"checking {len(done)} variant(s): {cmd}")
-        checks = Checks(root, cmd, timeout=self.timeout)
         try:
             for v in done:
                 assert v.session.pending is not None

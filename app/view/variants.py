@@ -5,9 +5,8 @@ text; the widgets pass it through app/view/outside_text.py."""
 
 from __future__ import annotations
 
-from app.core.edits.hunks import HunkState
 from app.core.variants.check import CheckResult
-from app.core.variants.group import Variant, Variants
+from app.core.variants.group import Variant, Variants, summary
 from app.view.status import Part, StatusLine
 
 MARKS = {"connecting": "…", "streaming": "✎", "done": "✓", "interrupted": "■", "error": "✗"}
@@ -56,11 +55,9 @@ def where(variants: Variants) -> str:
 
 def card(v: Variant, shown: bool, check: CheckResult | None = None, width: int = 48) -> str:
     """One variant in the conversation: its state, figures, and its first words."""
-    turn = v.session.turn
+    turn, p, counts = v.session.turn, v.session.pending, summary(v)
     add, rem, n = size(v)
-    p = v.session.pending
-    taken = sum(1 for h in p.hunks if h.state == HunkState.ACCEPTED) if p is not None else 0
-    gone = sum(1 for h in p.hunks if h.state == HunkState.SUPERSEDED) if p is not None else 0
+    taken, gone = counts["accepted"], counts["superseded"]
     head = f"{'▸' if shown else ' '} variant {v.index} {state_mark(v)} {v.label}"
     figures = []
     if turn is not None:
@@ -75,9 +72,20 @@ def card(v: Variant, shown: bool, check: CheckResult | None = None, width: int =
     if check is not None:
         figures.append("check passed" if check.passed else
                        f"check failed ({check.error or f'exit {check.exit_code}'})")
-    prose = " ".join(" ".join(p.prose).split()) if p is not None else ""
+    prose = _opening(p.prose if p is not None else [], width)
     if turn is not None and turn.error is not None:
         prose = turn.error.message
     if len(prose) > width:
         prose = prose[: width - 1] + "…"
     return f"{head}\n    {' · '.join(figures)}" + (f"\n    {prose}" if prose else "")
+
+
+def _opening(prose: list[str], width: int) -> str:
+    """The first words of the answer: only as many lines as fill a card's line (cards are
+    drawn every frame while variants stream; the prose only grows)."""
+    words: list[str] = []
+    for line in prose:
+        words += line.split()
+        if sum(map(len, words)) + len(words) > width:
+            break
+    return " ".join(words)
