@@ -69,6 +69,8 @@ def card(v: Variant, shown: bool, check: CheckResult | None = None, width: int =
         figures.append(f"{taken} taken")
     if gone:
         figures.append(f"{gone} superseded")
+    if counts["refused"]:
+        figures.append(f"{counts['refused']} refused")
     if check is not None:
         figures.append("check passed" if check.passed else
                        f"check failed ({check.error or f'exit {check.exit_code}'})")

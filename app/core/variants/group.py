@@ -383,6 +383,7 @@ def summary(v: Variant) -> dict:
         "superseded": sum(1 for h in hunks if h.state == HunkState.SUPERSEDED),
         "open": sum(1 for h in hunks if h.state in OPEN),
         "lines": sum(len(h.new) + len(h.old) for h in hunks),
+        "refused": len(p.errors) if p is not None else 0,  # blocks that became no hunk
     }
 
 
