@@ -180,26 +180,32 @@ class ChatServer(Backend):
         n = 0
         sent: list[str] = []
         batch: list[bytes] = []
-        async for tok in tokens:
-            if tok == "":  # the pacer's signal: the batch due by now is complete
-                if batch:
+        try:
+            async for tok in tokens:
+                if tok == "":  # the pacer's signal: the batch due by now is complete
+                    if batch:
+                        yield b"".join(batch)
+                        batch = []
+                    continue
+                if f.drop_after is not None and n >= f.drop_after:
+                    yield b"".join(batch)
+                    return
+                if f.stall_after is not None and n == f.stall_after:
                     yield b"".join(batch)
                     batch = []
-                continue
-            if f.drop_after is not None and n >= f.drop_after:
-                yield b"".join(batch)
-                return
-            if f.stall_after is not None and n == f.stall_after:
-                yield b"".join(batch)
-                batch = []
-                await asyncio.sleep(f.stall_seconds)
-            if f.malformed_after is not None and n >= f.malformed_after:
-                batch.append(b"data: {\"choices\": [{\"delta\": {\"content\": \"x\n\n")
-                yield b"".join(batch)
-                return
-            batch.append(_chunk(cid, model, created, {"content": tok}))
-            sent.append(tok)
-            n += 1
+                    await asyncio.sleep(f.stall_seconds)
+                if f.malformed_after is not None and n >= f.malformed_after:
+                    batch.append(b"data: {\"choices\": [{\"delta\": {\"content\": \"x\n\n")
+                    yield b"".join(batch)
+                    return
+                batch.append(_chunk(cid, model, created, {"content": tok}))
+                sent.append(tok)
+                n += 1
+        except Exception as exc:  # noqa: BLE001 - the model failed mid-answer: said as OpenAI-compatible servers do
+            batch.append(b"event: error\ndata: " + json.dumps({"error": {
+                "message": str(exc), "type": "server_error"}}).encode() + b"\n\n")
+            yield b"".join(batch)
+            return
         batch.append(_chunk(cid, model, created, {}, "stop"))
         if include_usage:
             usage: dict = {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n}

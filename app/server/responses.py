@@ -327,6 +327,7 @@ class ResponsesService:
             if s.replays is None:
                 tokens = _cuttable(tokens, active.cut)
             parts: list[str] = []
+            failure: str | None = None
             try:
                 async for tok in tokens:
                     if active.steers:
@@ -356,8 +357,18 @@ class ResponsesService:
                         await asyncio.sleep(f.stall_seconds)
                     batch.append(ew.delta(mid, tok))
                     parts.append(tok)
+            except Exception as exc:  # noqa: BLE001 - the model failed: the client is told, not left to stall
+                failure = str(exc) or type(exc).__name__
             finally:
                 await tokens.aclose()  # type: ignore[attr-defined]  # an async generator, typed as its iterator
+            if failure is not None:
+                lane.active = None
+                final = response_object(rid, settings["model"], status="failed", text="".join(parts),
+                                        msg_id=mid, settings=settings, previous_response_id=prev,
+                                        created_at=created, usage=(gen.prompt_tokens, len(parts)),
+                                        error=("server_error", failure))
+                yield batch + ew.closing(final, mid, "".join(parts))
+                return
             steered = bool(active.steers)
             active.done = True  # no await since the last check: a steer now is too late
             text = "".join(parts)

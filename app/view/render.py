@@ -1,6 +1,10 @@
-"""Plain-text views of a pending diff: the unified diff `steer run` prints."""
+"""Plain-text views of a pending diff: the unified diff `steer run` prints (names as git writes
+them, so that `git apply` takes it byte for byte)."""
 
 from __future__ import annotations
+
+import os
+import re
 
 from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
@@ -17,21 +21,41 @@ def _groups(hunks: list[Hunk], n_base: int, context: int) -> list[list[Hunk]]:
     return groups
 
 
+# the bytes git quotes in a name (quote_c_style): controls, DEL, '"', '\\', and (once it
+# quotes) every byte past ASCII, in octal
+_C_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r",
+              34: '\\"', 92: "\\\\"}
+_QUOTE = re.compile("[\x00-\x1f\x7f\"\\\\\ud800-\udfff]")
+
+
+def git_name(prefix: str, path: str) -> str:
+    """`prefix` + `path` as git writes it in a diff header, so that `git apply` finds the
+    exact bytes: a plain (or UTF-8) name as it is; one with a control character, a quote, a
+    backslash or bytes that are not UTF-8 (held as surrogates) quoted C-style."""
+    name = prefix + path
+    if not _QUOTE.search(name):
+        return name
+    out = []
+    for byte in os.fsencode(name):
+        out.append(_C_ESCAPES.get(byte) or (chr(byte) if 0x20 <= byte < 0x7f else f"\\{byte:03o}"))
+    return '"' + "".join(out) + '"'
+
+
 def unified_file(fd: FileDiff, context: int = 3, hunks: list[Hunk] | None = None) -> str:
     hunks = fd.hunks if hunks is None else hunks
     if not hunks and not fd.move_to:
         return ""
     base = fd.base.lines
-    a = "/dev/null" if fd.created else f"a/{fd.path}"
+    a = "/dev/null" if fd.created else git_name("a/", fd.path)
     target = fd.move_to or fd.path
-    b = "/dev/null" if fd.deleted else f"b/{target}"
-    out = [f"diff --git a/{fd.path} b/{target}"]
+    b = "/dev/null" if fd.deleted else git_name("b/", target)
+    out = [f"diff --git {git_name('a/', fd.path)} {git_name('b/', target)}"]
     if fd.created:
         out.append("new file mode 100644")
     elif fd.deleted:
         out.append(f"deleted file mode 100{fd.base.mode or 0o644:o}")
     if fd.move_to:
-        out += [f"rename from {fd.path}", f"rename to {fd.move_to}"]
+        out += [f"rename from {git_name('', fd.path)}", f"rename to {git_name('', fd.move_to)}"]
     if hunks:
         out += [f"--- {a}", f"+++ {b}"]
     shift = 0  # new-side line offset from earlier hunks

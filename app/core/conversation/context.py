@@ -23,6 +23,7 @@ from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import DECIDED, Hunk
 from app.core.provider import Provider
+from app.core.text.names import wire
 from app.core.text.textfile import NotText
 
 
@@ -233,12 +234,13 @@ class Conversation:
         # it is sent again; not named, it did not leave the context
         kept = [s for s in snapshots if s.path in self.files.paths] if snapshots is not None else None
         self._telling = (self.files.seen_as(kept) if kept is not None else None, told)
+        content = wire(content)  # what no UTF-8 request can carry (text/names.py), escaped
         if agent:  # it keeps its own conversation: it gets the message
             return [{"role": "user", "content": content}]
         if self.system is None:
             self.system = prompts.system_prompt(fmt)
         return [{"role": "system", "content": self.system}, *self.history,
-                *({"role": "user", "content": m} for m in repo_map),
+                *({"role": "user", "content": wire(m)} for m in repo_map),
                 {"role": "user", "content": content}]
 
     def reached(self, messages: list[dict[str, Any]], answer: str, rid: str | None,
@@ -246,7 +248,7 @@ class Conversation:
         """The request reached the model, and this is its answer (as far as it got; `rid`:
         the id the server keeps it by; `exchange`: its look-up rounds' calls and outputs,
         as the back-end sent them, and `answer` the text after them)."""
-        self.history = [*messages[1:], *exchange, {"role": "assistant", "content": answer}]
+        self.history = [*messages[1:], *exchange, {"role": "assistant", "content": wire(answer)}]
         self.response_id, self.notes = rid, []
         self.map_version, self.map_next = self.map_next, None
         shown, told = self._telling

@@ -11,6 +11,7 @@ from app.core.disk.snapshot import Snapshot
 from app.core.edits.formats import choose
 from app.core.edits.hunks import Hunk, HunkState
 from app.core.provider import Capabilities, Request
+from app.core.text.names import carried, wire
 
 _RULES = {
     "apply_patch": """\
@@ -67,13 +68,14 @@ def fence_lang(path: str) -> str:
 
 
 def render_file(snap: Snapshot, outline: list[str] | None = None) -> str:
+    path = carried(snap.path)  # a name that is not plain text goes escaped (text/names.py)
     if outline is not None:  # too big to send whole: its definitions, with line numbers
-        return (f"{snap.path} (outline only: {len(outline)} of its {len(snap.lines)} lines; ask "
+        return (f"{path} (outline only: {len(outline)} of its {len(snap.lines)} lines; ask "
                 "for a part you need to see)\n" + "\n".join(outline))
     body = "\n".join(snap.lines)
     fence = "````" if "```" in body else "```"
-    return f"{snap.path}\n{fence}{fence_lang(snap.path)}\n{body}\n{fence}" if snap.lines else (
-        f"{snap.path}\n(empty file)" if snap.exists else f"{snap.path}\n(does not exist yet)")
+    return f"{path}\n{fence}{fence_lang(snap.path)}\n{body}\n{fence}" if snap.lines else (
+        f"{path}\n(empty file)" if snap.exists else f"{path}\n(does not exist yet)")
 
 
 REJECTIONS_KEPT = 20  # earlier rejections a new change set is reminded of
@@ -151,7 +153,7 @@ def request(messages: list[dict], caps: Capabilities, model: str, fmt: str,
 
 
 def _where(h: Hunk) -> str:
-    return f"{h.path} line {h.base_start + 1}" + (
+    return f"{carried(h.path)} line {h.base_start + 1}" + (
         f"-{h.base_end}" if h.base_end > h.base_start + 1 else "")
 
 
@@ -209,7 +211,7 @@ def prefill(fmt: str, files: Sequence[Snapshot]) -> str:
     """Start the answer for models that need the nudge: with one file in context, a whole-
     file answer begins with its path and an opening fence."""
     if fmt == "whole" and len(files) == 1:
-        return f"{files[0].path}\n```{fence_lang(files[0].path)}\n"
+        return f"{carried(files[0].path)}\n```{fence_lang(files[0].path)}\n"
     return ""
 
 
@@ -241,12 +243,12 @@ def steer_message(instruction: str, hunks: Iterable[Hunk], *, interrupted: bool)
     if d:
         parts.append("My decisions on your edits so far:\n" + d)
     parts.append(instruction)
-    return "\n\n".join(parts)
+    return wire("\n\n".join(parts))  # a native steer sends it as it is
 
 
 def retry_message(errors: Sequence[tuple[str | None, str]], files: Sequence[Snapshot]) -> str:
     """Ask again for the edits that could not be applied, with the files as they are now."""
-    lines = [f"- {path or '(no file named)'}: {why}" for path, why in errors]
+    lines = [f"- {carried(path) if path else '(no file named)'}: {why}" for path, why in errors]
     parts = ["These edits of yours could not be applied:", *lines]
     if files:
         parts.append("\nThe files as they are now:\n\n" + "\n\n".join(render_file(f) for f in files))

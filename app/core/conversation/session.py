@@ -70,6 +70,7 @@ from app.core.events import (
 )
 from app.core.knowledge.service import Knowledge
 from app.core.provider import Provider, Request
+from app.core.text.names import carried
 
 __all__ = ["ContextError", "Session", "Turn", "TurnState", "end_record", "restore_end"]
 
@@ -377,7 +378,7 @@ class Session:
         turn.pending, turn.pturn = self.pending, self.pending.turn
         turn.content = rec.content
         self.turns.append(turn)
-        known = frozenset(s.path for s in self._snapshots)
+        known = frozenset(carried(s.path) for s in self._snapshots)  # as the request names them
         self._parser = ProseOnly() if rec.agent else make_parser(self.fmt, known, self.ws.has_file)
         self._messages = messages
         self.saving.save(rec)

@@ -39,6 +39,7 @@ from app.core.disk.repo_lock import LOCK_TIMEOUT, RepoLock
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.state_home import state_home
 from app.core.faults import stop_point
+from app.core.text.names import odd, unescape
 from app.core.text.textfile import NotText, decode, digest
 
 TMP_SUFFIX = ".steer-tmp"
@@ -125,14 +126,24 @@ class Workspace:
         p = raw.strip().strip("`'\"").strip()
         if not p or "\0" in p:
             raise PathRefused(f"refused an edit with an empty or invalid file name {raw!r}")
+        if p.startswith(("/", "~")) or (len(p) > 1 and p[1] == ":") or \
+                (p.startswith("\\") and unescape(p) is None):  # \\src\\a.py, not \\udce9.py
+            raise PathRefused(f"refused {p}: absolute paths are outside the workspace")
+        # a name the model copied from the map or a look-up, where one that is not plain text
+        # is carried escaped (app/core/text/names.py): the exact name it stands for. (Messages
+        # quote names raw: the screen's boundary and the request's escape them.)
+        shown, name = p, unescape(p)
+        if name is None:
+            raise PathRefused(f"refused {shown}: a backslash in a file name starts no escape "
+                              "steer writes (\\xe9, \\udce9, \\n, \\\\); paths use /")
+        p = name
+        if not p or "\0" in p:
+            raise PathRefused(f"refused {shown}: an empty or invalid file name")
         try:
             os.fsencode(p)
         except UnicodeEncodeError:
-            raise PathRefused(f"refused an edit with a file name that is not valid text: {p!r}") from None
-        if p.startswith(("/", "\\", "~")) or (len(p) > 1 and p[1] == ":"):
-            raise PathRefused(f"refused {p}: absolute paths are outside the workspace")
-        if "\\" in p:
-            raise PathRefused(f"refused {p}: backslashes in file names are not allowed")
+            raise PathRefused(f"refused {shown}: a file name that is not valid text "
+                              "(a surrogate no file name on this system holds)") from None
         parts = [s for s in PurePosixPath(p).parts if s != "."]
         if not parts:
             raise PathRefused(f"refused {p}: not a file")
@@ -197,6 +208,10 @@ class Workspace:
         try:
             mode = os.stat(full, follow_symlinks=False).st_mode
         except FileNotFoundError:
+            if odd(rel):  # one that exists is edited; a model does not make new ones
+                raise PathRefused(f"refused {rel}: steer does not create a file whose name "
+                                  "holds a backslash, a control or invisible character, or "
+                                  "bytes that are not UTF-8") from None
             return rel
         if not mode & 0o222 and not self.allow_read_only:
             raise PathRefused(f"refused {rel}: it is read-only (mode {stat.S_IMODE(mode):04o}); "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from app.core.knowledge.index import Index
 from app.core.knowledge.render import MAX_DEFS, estimate_tokens, file_block
+from app.core.text.names import carried
 
 ADDED, CHANGED, DELETED = "added", "changed", "deleted"
 HEADER = "Repository map update: files added, changed or deleted since the map above.\n"
@@ -53,7 +54,7 @@ def render_delta(index: Index, changes: Mapping[str, str], *, since: int, versio
     for path in sorted(changes):
         kind = changes[path]
         if kind == DELETED:
-            lines.append(f"deleted {path}\n")
+            lines.append(f"deleted {carried(path)}\n")
         else:
             lines.append(f"{kind} " + file_block(index, path, MAX_DEFS[0], (), hidden))
     text = "".join(lines) if len(lines) > 1 else ""

@@ -1,6 +1,8 @@
 """The map as text for a model: ranked files with their definitions (`line: text`), then the
 other files counted by folder, within a token budget.
 
+A file name that is not plain text is written as it is carried (app/core/text/names.py).
+
 The same index, instruction, context and budget always give the same bytes: every order has
 a tie-break by path, ranks are rounded before they are compared, and nothing in the text
 depends on time, on the build's progress or on a version number. So a later request can send
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from app.core.knowledge.index import Index, folder
 from app.core.knowledge.rank import Ranking
+from app.core.text.names import carried
 from app.core.text.tokens import estimate_tokens
 
 DEFAULT_BUDGET = 1500  # tokens; the embedded 8k-window model is given less by its caller
@@ -46,7 +49,7 @@ def file_block(index: Index, path: str, limit: int, named: Collection[str] = (),
     """`path` and its definitions (at most `limit`: the named ones, then the most used)."""
     tags = index.tags(path)
     if not tags or not tags[0] or limit <= 0:
-        return path + "\n"
+        return carried(path) + "\n"
     defs = [d for d in tags[0] if not any(h in d[3] for h in hidden)]
     shown = defs
     if len(defs) > limit:
@@ -55,7 +58,7 @@ def file_block(index: Index, path: str, limit: int, named: Collection[str] = (),
                                            d[0].startswith("__"), d[0].startswith("_"),
                                            -users.get(d[0], 0), d[1], d[0]))
         shown = sorted(best[:limit], key=lambda d: (d[1], d[0]))
-    lines = [path + ":"]
+    lines = [carried(path) + ":"]
     lines.extend(f"{d[1]}: {d[3]}" for d in shown)
     if len(defs) > len(shown):
         lines.append(f"… {len(defs) - len(shown)} more definitions")
@@ -77,7 +80,7 @@ def folder_summary(index: Index, shown: Iterable[str], budget: int) -> str:
                 counts[key] = counts.get(key, 0) + n
         if not counts:
             return ""
-        lines = [f"{k + '/' if k else '(top level)'} {n} file{'s' if n != 1 else ''}"
+        lines = [f"{carried(k) + '/' if k else '(top level)'} {n} file{'s' if n != 1 else ''}"
                  for k, n in sorted(counts.items())]
         text = "Other files by folder:\n" + "\n".join(lines) + "\n"
         if estimate_tokens(text) <= budget or depth == 1:
@@ -108,7 +111,7 @@ def _fill(blocks: Iterable[tuple[str, str]], budget: int) -> tuple[list[str], li
     for path, block in blocks:
         cost = estimate_tokens(block)
         if used + cost > budget:
-            block = path + "\n"
+            block = carried(path) + "\n"
             cost = estimate_tokens(block)
             if used + cost > budget:
                 break
@@ -145,7 +148,7 @@ def render_paths(index: Index, order: Iterable[str], budget: int = DEFAULT_BUDGE
                  version: int = 0, omit: Collection[str] = ()) -> RepoMap:
     """The map while only paths are known: files in `order` by name, then folders."""
     skip = set(omit)
-    return _assemble(index, HEADER_PATHS, ((p, p + "\n") for p in order if p not in skip),
+    return _assemble(index, HEADER_PATHS, ((p, carried(p) + "\n") for p in order if p not in skip),
                      budget, version, False)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from app.core.edits.formats.events import ParseEvent
 from app.core.text.invisible import HIDDEN
+from app.core.text.names import unescape
 
 PATHLIKE = re.compile(r"^[\w.\-+@/~:]+$")
 EXTENSION = re.compile(r"\.[A-Za-z0-9_]+$")
@@ -103,6 +104,12 @@ class StreamParser:
         shaped = "/" in cand or EXTENSION.search(cand) is not None
         if PATHLIKE.match(cand):
             return cand if shaped else None
+        if "\\" in cand and unescape(cand) is not None and (
+                (self.exists is not None and self.exists(cand))
+                or (shaped and not any(c.isspace() for c in cand))):
+            # a name carried escaped (app/core/text/names.py): the workspace finds its file,
+            # or refuses a new one by that name, saying why
+            return cand
         if NOT_IN_NAME.search(cand) or cand.endswith(("/", ".")):
             return None
         if cand[0] + cand[-1] in ("()", "[]") and not (self.exists and self.exists(cand)):
