@@ -70,9 +70,10 @@ def settings_from(args: argparse.Namespace):
     return settings
 
 
-def knowledge_for(settings, root):
+def knowledge_for(settings, root, *, one_shot: bool = False):
     """The repository map and look-ups for `root` (not started), with the settings' budget;
-    a file holding the configured API key is never shown to the model."""
+    a file holding the configured API key is never shown to the model. `one_shot`: for
+    `steer run` (it parses in its own process when that is quicker)."""
     import os
 
     from app.config import key_env_of
@@ -82,7 +83,7 @@ def knowledge_for(settings, root):
     keys = [os.environ.get(k) or "" for k in {"STEER_API_KEY", key_env or ""} if k]
     policy = Policy(map_tokens=settings.map_tokens, tools=settings.tools,
                     tool_rounds=settings.tool_rounds, tool_tokens=settings.tool_tokens)
-    return Knowledge(root, policy, key_values=[k for k in keys if k])
+    return Knowledge(root, policy, key_values=[k for k in keys if k], one_shot=one_shot)
 
 
 def lenient_stdout() -> None:

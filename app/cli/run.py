@@ -132,14 +132,14 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
     if refused is not None:
         await provider.aclose()
         return refused
-    held.append(knowledge_for(settings, ws.root).start())
+    held.append(knowledge_for(settings, ws.root, one_shot=True).start())
     from app.providers.factory import variant_count
 
     if variant_count(settings) > 1 or args.check or args.pick is not None:
         from app.cli.run_variants import run_variants
 
         await provider.aclose()
-        await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE)
+        await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE, args.instruction)
         return await run_variants(args, ws, settings, held, state)
     session = None
     try:
@@ -149,7 +149,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         session.knowledge = held[0]
         # the map from the cache, or a small tree's parse, is worth its moment; a large
         # cold tree is not waited for (its paths go now, the next run has the cache)
-        await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE)
+        await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE, args.instruction)
         for f in args.outlines:
             session.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root), outline=True)
         budget = session.budget(args.instruction)

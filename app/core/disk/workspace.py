@@ -208,7 +208,7 @@ class Workspace:
         try:
             mode = os.stat(full, follow_symlinks=False).st_mode
         except FileNotFoundError:
-            if odd(rel):  # one that exists is edited; a model does not make new ones
+            if odd(rel) and not delete:  # one that exists is edited; a model makes no new one
                 raise PathRefused(f"refused {rel}: steer does not create a file whose name "
                                   "holds a backslash, a control or invisible character, or "
                                   "bytes that are not UTF-8") from None

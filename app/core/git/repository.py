@@ -213,6 +213,32 @@ class GitRepo:
         files = sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
         return files[:limit]
 
+    def grep_words(self, words: Iterable[str], timeout: float, per_file: int = 20,
+                   max_bytes: int = 1 << 20) -> list[tuple[str, int, str]]:
+        """(path, line number, line) of the lines of the tree's text files (tracked and
+        untracked, not ignored) holding one of `words` as a whole word; [] when git takes
+        longer than `timeout` seconds (it is killed) or fails."""
+        args = ["grep", "-n", "-z", "-w", "-I", "-F", "--untracked", "--exclude-standard",
+                "--no-color", "-m", str(per_file)]
+        for w in words:
+            args += ["-e", w]
+        with self._lock:
+            try:
+                status, out, _ = self.repo.git.execute(
+                    ["git", "--no-optional-locks", *args], with_extended_output=True,
+                    with_exceptions=False, stdout_as_string=False, kill_after_timeout=timeout)
+            except Exception:  # noqa: BLE001 - killed at the time limit (gitpython raises then)
+                return []
+        if status not in (0, 1):  # 1: nothing found
+            return []
+        rows = []
+        for line in out[:max_bytes].split(b"\n"):
+            parts = line.split(b"\0", 2)
+            if len(parts) == 3 and parts[1].isdigit():
+                rows.append((parts[0].decode("utf-8", "surrogateescape"), int(parts[1]),
+                             parts[2].decode("utf-8", "replace")))
+        return rows
+
     def status(self, paths: Iterable[str] | None = None) -> dict[str, FileStatus]:
         """Every path that is not clean; with `paths`, only those (a quick look after a few
         files changed, instead of a walk of the whole tree)."""

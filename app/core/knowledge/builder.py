@@ -47,10 +47,19 @@ from app.core.knowledge.tags import (
     read_and_extract,
     read_file,
 )
+from app.core.knowledge.word_search import WordSearch
 
 CHUNK = 64  # files per task handed to a worker process (the progress moves per chunk)
 CHUNK_BYTES = 256 << 10  # ... or fewer, when they are big
 IN_THREAD = 256  # fewer files than this to parse: no worker processes
+# What a parse in this thread costs, measured on the standard library with the other core
+# busy (1.3-1.4 MB/s, ~0.15 ms a file however small), rounded down: `estimate` is the
+# seconds a build's parse would take, to decide whether a one-shot caller waits for it.
+PARSE_RATE = 1.0e6  # bytes a second
+PER_FILE = 0.3e-3  # seconds
+# A one-shot caller (`steer run`: no screen to keep free) parses in its own thread when that
+# takes at most this long: worker processes cost about a second to start.
+ONE_SHOT_IN_THREAD = 1.2
 HISTORY = 512  # versions whose changes `changes_since` can still name
 RESCAN = "\0rescan"  # a queued update meaning "compare the whole tree"
 
@@ -74,9 +83,8 @@ class _Ranked:
     rows: dict[str, Row] | None
 
 
-def _chunks(root: str, todo: list[str]) -> list[list[str]]:
-    """`todo` in tasks for the workers, the biggest files first (so the last tasks are small
-    and the workers finish together), each at most CHUNK files or CHUNK_BYTES."""
+def _sized(root: str, todo: list[str]) -> list[tuple[int, str]]:
+    """(bytes to parse, path) of each file (0 for one too big to be parsed)."""
     sized = []
     for rel in todo:
         try:
@@ -84,7 +92,18 @@ def _chunks(root: str, todo: list[str]) -> list[list[str]]:
         except OSError:
             size = 0
         sized.append((size if size <= MAX_PARSE_BYTES else 0, rel))  # too big: not parsed
-    sized.sort(key=lambda x: (-x[0], x[1]))
+    return sized
+
+
+def estimate(sized: list[tuple[int, str]]) -> float:
+    """Seconds a parse of these files in one thread takes (PARSE_RATE, PER_FILE)."""
+    return sum(n for n, _ in sized) / PARSE_RATE + len(sized) * PER_FILE
+
+
+def _chunks(sized: list[tuple[int, str]]) -> list[list[str]]:
+    """The files in tasks for the workers, the biggest first (so the last tasks are small
+    and the workers finish together), each at most CHUNK files or CHUNK_BYTES."""
+    sized = sorted(sized, key=lambda x: (-x[0], x[1]))
     chunks: list[list[str]] = []
     chunk: list[str] = []
     held = 0
@@ -103,12 +122,14 @@ class MapBuilder:
     def __init__(self, root: str | os.PathLike[str], *, cache: Path | None | bool = True,
                  workers: int | None = None, hidden: Sequence[str] = (),
                  rank_delay: float = 1.0, save_delay: float = 10.0, nice: int = 10,
-                 lister: Callable[[Path], list[str]] | None = None) -> None:
+                 lister: Callable[[Path], list[str]] | None = None,
+                 one_shot: bool = False) -> None:
         """`cache`: True for the user's state dir, a folder, or False for none. `workers`:
         processes for a cold build (default: one per CPU, at most 4; 0: parse in this
         process, holding the GIL while each file parses). `hidden`: key values no
         line of the map may show. `lister`: the file list (default: git ls-files, or a walk
-        outside a repository)."""
+        outside a repository). `one_shot`: for a caller with no screen to keep responsive
+        (`steer run`), which parses in this process whenever that is quicker."""
         self.root = Path(os.path.realpath(root))
         directory = cache_dir(self.root) if cache is True else (cache or None)
         self.cache = TagCache(directory) if isinstance(directory, Path) else None
@@ -118,6 +139,8 @@ class MapBuilder:
         self.rank_delay = rank_delay
         self.save_delay = save_delay
         self._lister = lister or list_files
+        # where the instruction's names are defined, while only paths are known
+        self.words = WordSearch(self.root, self.files, self.hidden)
         self._published = _Published(0, Index(), None, False)
         self._full_since = -1  # the first version with tags: deltas count from there
         self._state = "starting"
@@ -131,6 +154,8 @@ class MapBuilder:
         self._listed = threading.Event()  # the file list is published (a map of paths)
         self._sorted = threading.Event()  # the first build knows what it must parse
         self.to_parse = 0  # files the first build reads and parses (the cache lacks them)
+        self.parse_estimate = 0.0  # seconds that parse takes in one thread (`estimate`)
+        self.one_shot = one_shot
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._known: dict[str, Tags | None] = {}  # content key -> tags, for updates
@@ -158,7 +183,8 @@ class MapBuilder:
         context = list(context)
         if pub.paths is not None or not pub.complete:
             order = pub.paths.order(instruction, context) if pub.paths else iter(())
-            return render_paths(pub.index, order, budget, version=pub.version, omit=omit)
+            return render_paths(pub.index, order, budget, version=pub.version, omit=omit,
+                                found=self.words.found(instruction))
         ranking = rank(pub.index, instruction, context)
         return render(pub.index, ranking, budget, version=pub.version, omit=omit,
                       hidden=self.hidden)
@@ -215,21 +241,36 @@ class MapBuilder:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending <= 0 and not self._ranking, left)
 
-    def settle(self, timeout: float, parse: int = IN_THREAD, cached: int = 30_000) -> bool:
+    def look_ahead(self, instruction: str) -> None:
+        """The words of an instruction about to be sent (a draft): while only paths are
+        known, find where its names are defined (word_search.py), so that `current` can
+        show them. Returns at once."""
+        if not self._published.complete:
+            self.words.look_ahead(instruction)
+
+    def settle(self, timeout: float, instruction: str = "", cached: int = 30_000) -> bool:
         """For a one-shot caller (`steer run`): until the full map is published, at most
-        `timeout` seconds, and only when it can come in that time: a tree of at most `parse`
-        files, or of at most `cached` files found in the cache (measured here, warm: 2,450
-        files publish in about 0.5 s, 20,000 in 1.1 s; a cold large tree takes seconds to a
-        minute, so its paths go at once). True when the full map is there."""
+        `timeout` seconds, when it can come in that time: a tree whose files to parse (those
+        the cache lacks) take at most what is left of `timeout` by `estimate`, and of at
+        most `cached` files when the cache has them (measured here, warm: 2,450 files
+        publish in about 0.5 s, 20,000 in 1.1 s). Otherwise, and meanwhile, the word search
+        for `instruction`'s names (the paths-only map shows where they are defined). True
+        when the full map is there."""
         end = time.monotonic() + timeout
+
+        def left() -> float:
+            return max(0.0, end - time.monotonic())
+
+        if instruction:
+            self.words.look_ahead(instruction)  # beside the build, in case it is not in time
         if not self._listed.wait(timeout):
             return False
         warm = self.cache is not None and self.cache.path.exists()
-        if self._total > (cached if warm else parse):  # not quick: the paths go now
-            return False
-        if not self._sorted.wait(max(0.0, end - time.monotonic())) or self.to_parse > parse:
-            return self._published.complete
-        self._ready.wait(max(0.0, end - time.monotonic()))
+        quick = not warm or self._total <= cached  # a large cached tree: its stat pass alone
+        if quick and self._sorted.wait(left()) and self.parse_estimate <= left():
+            self._ready.wait(left())
+        if not self._published.complete and instruction:
+            self.words.wait(instruction, left())
         return self._published.complete
 
     def wait_built(self, timeout: float | None = None) -> bool:
@@ -296,12 +337,13 @@ class MapBuilder:
         t2 = time.perf_counter()
         self.timings["cache_load"] = t2 - t1
         entries, todo = self._reuse(paths, cached)
-        self.to_parse = len(todo)
+        sized = _sized(str(self.root), todo)
+        self.to_parse, self.parse_estimate = len(todo), estimate(sized)
         self._sorted.set()
         self._done = len(entries)
         t3 = time.perf_counter()
         self.timings["stat"] = t3 - t2
-        for rel, key, st, tags in self._parse(todo, frozenset(cached.tags)):
+        for rel, key, st, tags in self._parse(sized, frozenset(cached.tags)):
             if key is not None and key in cached.tags:
                 tags = cached.tags[key]
             elif key is not None:
@@ -354,14 +396,15 @@ class MapBuilder:
             todo.append(rel)
         return entries, todo
 
-    def _parse(self, todo: list[str], known: frozenset[str]) -> list[Parsed]:
+    def _parse(self, sized: list[tuple[int, str]], known: frozenset[str]) -> list[Parsed]:
         root = str(self.root)
-        chunks = _chunks(root, todo)
+        chunks = _chunks(sized)
 
         def progress(n: int) -> None:
             self._done += n
 
-        if len(todo) >= IN_THREAD and self.workers >= 1:
+        here = self.one_shot and self.parse_estimate <= ONE_SHOT_IN_THREAD
+        if len(sized) >= IN_THREAD and self.workers >= 1 and not here:
             return workers.parse(root, chunks, known, self.workers, progress, self._stop,
                                  self.nice)
         out: list[Parsed] = []

@@ -39,7 +39,7 @@ def words(text: str) -> list[str]:
     return list(dict.fromkeys(_WORD.findall(text)))
 
 
-def _code_like(word: str) -> bool:
+def code_like(word: str) -> bool:
     return "_" in word.strip("_") or any(c.isdigit() for c in word) or \
         (word != word.lower() and word != word.upper() and not word.istitle())
 
@@ -80,7 +80,7 @@ def named_definers(index: Index, text: str) -> tuple[dict[str, float], dict[str,
         found = index.definers.get(word)
         if not found or len(found) > TOO_COMMON:
             continue
-        if _code_like(word) or word in said:
+        if code_like(word) or word in said:
             target = strong
         elif word.lower() in STOPWORDS or len(word) < 3:
             continue

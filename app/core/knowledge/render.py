@@ -12,7 +12,7 @@ item instead (delta.py), never by editing one already sent.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.core.knowledge.index import Index, folder
@@ -145,11 +145,22 @@ def render(index: Index, ranking: Ranking, budget: int = DEFAULT_BUDGET, *, vers
 
 
 def render_paths(index: Index, order: Iterable[str], budget: int = DEFAULT_BUDGET, *,
-                 version: int = 0, omit: Collection[str] = ()) -> RepoMap:
-    """The map while only paths are known: files in `order` by name, then folders."""
+                 version: int = 0, omit: Collection[str] = (),
+                 found: Mapping[str, Sequence[tuple[int, str]]] | None = None) -> RepoMap:
+    """The map while only paths are known: the files where a word search `found` the
+    instruction's names defined, with those lines (word_search.py), then files in `order`
+    by name, then folders."""
     skip = set(omit)
-    return _assemble(index, HEADER_PATHS, ((p, carried(p) + "\n") for p in order if p not in skip),
-                     budget, version, False)
+    found = {p: rows for p, rows in (found or {}).items() if p in index.files and p not in skip}
+
+    def blocks() -> Iterable[tuple[str, str]]:
+        for p, rows in found.items():
+            yield p, carried(p) + ":\n" + "".join(f"{n}: {text}\n" for n, text in rows)
+        for p in order:
+            if p not in skip and p not in found:
+                yield p, carried(p) + "\n"
+
+    return _assemble(index, HEADER_PATHS, blocks(), budget, version, False)
 
 
 def _assemble(index: Index, header: str, blocks: Iterable[tuple[str, str]], budget: int,

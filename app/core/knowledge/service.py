@@ -73,11 +73,13 @@ class Knowledge:
     def __init__(self, root: str | os.PathLike[str], policy: Policy = Policy(), *,
                  key_values: Sequence[str] = (), cache: Path | None | bool = True,
                  nice: int = 10, workers: int | None = None,
-                 lister: Callable[[Path], list[str]] | None = None) -> None:
+                 lister: Callable[[Path], list[str]] | None = None,
+                 one_shot: bool = False) -> None:
+        """`one_shot`: for `steer run` (builder.py: no screen to keep responsive)."""
         keys = tuple(k for k in key_values if k)
         self.policy = policy
         self.builder = MapBuilder(root, cache=cache, nice=nice, workers=workers, hidden=keys,
-                                  lister=lister)
+                                  lister=lister, one_shot=one_shot)
         self.lookup = Lookup(self.builder.root, key_values=keys, files=self._files)
         self.dropped: set[str] = set()  # named files the user took out of the next request
         self._spent: weakref.WeakKeyDictionary[Any, _Spent] = weakref.WeakKeyDictionary()
@@ -172,7 +174,10 @@ class Knowledge:
     # -- files the instruction names -------------------------------------------------------
     def named(self, instruction: str, context: Collection[str] = ()) -> list[str]:
         """Files `instruction` names: a path of the tree, or a file name only one file has
-        (not secret-looking, not too big, not in `context` already, not dropped)."""
+        (not secret-looking, not too big, not in `context` already, not dropped). While the
+        map has paths only, where the names it writes as code are defined is looked up
+        meanwhile (builder.look_ahead)."""
+        self.builder.look_ahead(instruction)
         version, known = self.builder.known()
         if not known:
             return []
