@@ -343,6 +343,26 @@ def test_pagerank_is_a_distribution_and_deterministic(rows):
 
 
 @given(graphs)
+def test_a_small_graph_ranked_in_python_ranks_as_numpy_does(rows):
+    """Below pagerank.SMALL_GRAPH edges the rank is computed without numpy (its import costs
+    a launch more than the rank): the same iteration, the same numbers."""
+    from app.core.knowledge import pagerank as pr
+
+    rows = _normalized(rows)
+    src = [i for i, row in enumerate(rows) for _ in row]
+    dst = [j for row in rows for j, _ in row]
+    w = [x for row in rows for _, x in row]
+    assert len(src) <= pr.SMALL_GRAPH  # what pagerank() takes for these graphs
+    python = pr.pagerank_edges(len(rows), src, dst, w)
+    small, pr.SMALL_GRAPH = pr.SMALL_GRAPH, -1
+    try:
+        numpy = pr.pagerank_edges(len(rows), src, dst, w)
+    finally:
+        pr.SMALL_GRAPH = small
+    assert all(abs(a - b) < 1e-12 for a, b in zip(python, numpy, strict=True))
+
+
+@given(graphs)
 def test_push_from_every_node_adds_up_to_pagerank(rows):
     """PageRank is the average of the personalised ranks from each node (linearity), so the
     local push, run to convergence from every node, must give it back."""

@@ -161,6 +161,7 @@ class MapBuilder:
         self._known: dict[str, Tags | None] = {}  # content key -> tags, for updates
         self._git: GitRepo | None = None
         self._cache_dirty = False
+        self._rank_stale = False  # the published rank is provisional and no rank is running
         self._last_save = 0.0
         self._saver: threading.Thread | None = None
         self._t0 = time.perf_counter()
@@ -320,7 +321,9 @@ class MapBuilder:
             self._sorted.set()
             self._ready.set()
         if not self._stop.is_set():
-            self._serve(rank_due=time.monotonic())
+            # a one-shot caller's request must not share the GIL with a PageRank: the rank
+            # its cache needs is computed when it closes (after the answer)
+            self._serve(rank_due=None if self.one_shot else time.monotonic())
 
     def _build(self) -> None:
         t0 = time.perf_counter()
@@ -374,8 +377,9 @@ class MapBuilder:
         self._t0 = t0
         self._cache_dirty = bool(todo) or set(cached.stats) != set(entries)
         self._last_save = time.monotonic()  # the first save waits for the PageRank (or close)
+        self._rank_stale = not exact
         with self._cond:
-            self._ranking = True  # _serve starts the rank thread at once
+            self._ranking = not self.one_shot  # _serve starts the rank thread at once
 
     def _reuse(self, paths: list[str], cached: Cached) -> tuple[dict[str, Entry], list[str]]:
         """Entries the cache vouches for (same stat as recorded), and the paths to read."""
@@ -446,6 +450,7 @@ class MapBuilder:
             for item in items:
                 if isinstance(item, _Ranked):
                     ranker = None
+                    self._rank_stale = item.rank is None and self._rank_stale
                     if item.rank is not None and self._merge_rank(item):
                         rank_due = rank_due or time.monotonic() + self.rank_delay
             now = time.monotonic()
@@ -462,6 +467,8 @@ class MapBuilder:
                 self._cond.notify_all()
         if ranker is not None:
             ranker.join(timeout=30)
+        elif self._rank_stale and self._cache_dirty and self._published.complete:
+            self._rank_now()  # a one-shot caller's: the cache keeps the exact rank
         if self._cache_dirty:
             self._save(wait=True)
         elif self._saver is not None:
@@ -469,6 +476,15 @@ class MapBuilder:
         with self._cond:  # closed: nobody waits for what will not come
             self._pending, self._ranking = 0, False
             self._cond.notify_all()
+
+    def _rank_now(self) -> None:
+        try:
+            rank, rows = self._published.index.global_rank()
+        except Exception:  # noqa: BLE001 - the provisional order stays; the map stays usable
+            return
+        index = self._published.index
+        self._publish(index.with_rank(rank, rows, exact=True), complete=True)
+        self._rank_stale = False
 
     def _rank(self, snapshot: Index) -> None:
         """The global rank of `snapshot`, in a thread of its own (seconds on a large tree),
