@@ -9,9 +9,12 @@ import sys
 def accept_all(review, ws):
     """Accept everything; whatever goes wrong, say exactly which files were written."""
     from app.core.conversation.review import Outcome
+    from app.core.disk.state_home import StateUnusable
 
     try:
         return review.accept_all()
+    except StateUnusable as exc:  # no journal, no write (rule 5): refused before any file
+        return Outcome(messages=[f"nothing was written: {exc}"])
     except Exception as exc:  # a full disk, a lock held too long, a bug: never a traceback
         out = Outcome(messages=[f"the accept stopped: {type(exc).__name__}: {exc}"])
         try:

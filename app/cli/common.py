@@ -75,15 +75,23 @@ def knowledge_for(settings, root, *, one_shot: bool = False):
     a file holding the configured API key is never shown to the model. `one_shot`: for
     `steer run` (it parses in its own process when that is quicker)."""
     import os
+    from pathlib import Path
 
     from app.config import key_env_of
+    from app.core.disk.state_home import StateUnusable, ensure
+    from app.core.knowledge.cache import cache_dir
     from app.core.knowledge.service import Knowledge, Policy
 
     key_env = key_env_of(settings)
     keys = [os.environ.get(k) or "" for k in {"STEER_API_KEY", key_env or ""} if k]
     policy = Policy(map_tokens=settings.map_tokens, tools=settings.tools,
                     tool_rounds=settings.tool_rounds, tool_tokens=settings.tool_tokens)
-    return Knowledge(root, policy, key_values=[k for k in keys if k], one_shot=one_shot)
+    try:
+        cache: Path | bool = ensure(cache_dir(root), "the repository map's cache")
+    except StateUnusable:  # the map is built each run instead (the sessions say why, once)
+        cache = False
+    return Knowledge(root, policy, key_values=[k for k in keys if k], cache=cache,
+                     one_shot=one_shot)
 
 
 def lenient_stdout() -> None:

@@ -185,10 +185,16 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
 
 
 def _open_session(session, sid: str | None) -> None:
-    """Save this run (a new session, or the one it continues); say which on stderr."""
+    """Save this run (a new session, or the one it continues); say which on stderr. A state
+    dir that cannot hold sessions is said in one line, and the run goes on unsaved."""
     from app.core.conversation.resume import open_saved
+    from app.core.disk.state_home import StateUnusable
 
-    resumed = open_saved(session, resume_it=sid is not None, sid=sid)
+    try:
+        resumed = open_saved(session, resume_it=sid is not None, sid=sid)
+    except StateUnusable as exc:
+        print(f"steer: {exc}; this run is not saved", file=sys.stderr)
+        return
     for msg in resumed.recovered if resumed else []:
         print(f"steer: {msg}", file=sys.stderr)
     print(f"steer: session {session.log.id}", file=sys.stderr)

@@ -48,7 +48,7 @@ def cmd_sessions(argv: list[str]) -> int:
             print(new)
             return EXIT_OK
         infos = store.list()
-    except SessionError as exc:
+    except (SessionError, OSError) as exc:  # OSError: the state dir cannot be used (it says why)
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE
     now = time.time()

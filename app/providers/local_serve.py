@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from app.core.disk.state_home import state_home
+from app.core.disk.state_home import StateUnusable
 from app.core.events import Error
 from app.core.provider import STALL_TIMEOUT, Capabilities
 from app.providers import http_stream, serve_crash
@@ -64,7 +64,7 @@ def healthy(entry: dict, token: str, model_path: str) -> bool:
 
 
 def log_path() -> Path:
-    return state_home() / "serve.log"
+    return registry.directory() / "serve.log"  # beside the registry (a temp dir's, maybe)
 
 
 def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str, str, dict]:
@@ -157,7 +157,10 @@ class ServedLocal(OpenAIResponses):
         if self._found is None or not self.pool.idle:  # (re)check: the server may have exited
             if not Path(self.model_path).is_file():
                 raise ServerStartError(f"no GGUF model at {self.model_path}")
-            url, token, self.server = await asyncio.to_thread(ensure_server, self.model_path)
+            try:
+                url, token, self.server = await asyncio.to_thread(ensure_server, self.model_path)
+            except StateUnusable as exc:  # no folder for the registry: trying again won't help
+                raise ServerStartError(str(exc)) from None
             self._found = (url, token)
             self.base_url, self._key = self._found
         return self._found

@@ -6,6 +6,11 @@ requires the token as Bearer on every connection; the `local` provider reads it,
 server for its model (checking the pid and a health request), or starts one and waits for
 it to register. An flock on serve.lock makes read-modify-write safe between processes, and
 makes two steers starting at once share one server instead of starting two.
+
+When the state dir cannot be used ($XDG_STATE_HOME names a file, a folder steer may not
+write), the registry lives in a folder of the temp dir private to the user instead: it only
+finds running servers, so the default back-end works the same (every steer of the user
+makes the same choice), and what cannot be saved is said by the sessions, once.
 """
 
 from __future__ import annotations
@@ -15,21 +20,49 @@ import fcntl
 import json
 import os
 import secrets
+import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.core.disk.state_home import state_home
+from app.core.disk.state_home import StateUnusable, ensure, state_home, why_unusable
+
+
+def directory() -> Path:
+    """The state dir, or when it cannot be used, `<temp>/steer-<uid>` (nothing is made)."""
+    home = state_home()
+    return home if not why_unusable(home) else Path(tempfile.gettempdir()) / f"steer-{os.getuid()}"
+
+
+def _private(d: Path) -> bool:
+    """A folder of this user's that no one else can write (not a link to one)."""
+    st = os.lstat(d)
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def _made() -> Path:
+    """`directory()`, made; a temp folder that another user could have made or can write
+    is refused (it holds the token, and says where the servers are)."""
+    d = directory()
+    if d == state_home():
+        return ensure(d, "steer serve's registry")
+    with contextlib.suppress(FileExistsError):
+        d.mkdir(mode=0o700)
+    if not _private(d):
+        raise StateUnusable(f"steer serve's registry cannot be kept in {state_home()} "
+                            f"({why_unusable(state_home())}) nor in {d} (not a folder "
+                            "private to this user)")
+    return d
 
 
 def state_file() -> Path:
-    return state_home() / "serve.json"
+    return directory() / "serve.json"
 
 
 @contextlib.contextmanager
 def locked(name: str = "serve.lock") -> Iterator[None]:
     """Exclusive, across processes, for as long as the block runs."""
-    d = state_home()
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    d = _made()
     fd = os.open(d / name, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -40,6 +73,8 @@ def locked(name: str = "serve.lock") -> Iterator[None]:
 
 def read() -> dict:
     try:
+        if directory() != state_home() and not _private(directory()):
+            return {}  # a temp folder someone else made: nothing in it is believed
         data = json.loads(state_file().read_text())
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):

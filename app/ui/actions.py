@@ -49,6 +49,18 @@ class State(Protocol):
     def has_variants(self) -> bool: ...  # a set of variants is on screen
 
 
+# Every condition the table can read, from the protocol itself: WHEN's functions take a State
+# (mypy holds them to its members), so what the key bar's refresh compares (`now`) cannot
+# leave one out.
+CONDITIONS: tuple[str, ...] = tuple(name for name, member in vars(State).items()
+                                    if isinstance(member, property))
+
+
+def now(state: State) -> tuple[bool, ...]:
+    """Every condition, as it is now: when this changes, what is available may have."""
+    return tuple(getattr(state, name) for name in CONDITIONS)
+
+
 WHEN: dict[str, Callable[[State], bool]] = {
     "streaming": lambda s: s.streaming,
     "idle": lambda s: not s.streaming,

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from app.config import Settings, config_file_shown
 from app.core.conversation.resume import open_saved
 from app.core.conversation.session import Session
+from app.core.disk.state_home import StateUnusable
 from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import OPEN
 from app.core.knowledge.service import Knowledge
@@ -51,7 +52,12 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         # the repository map and look-ups (app/core/knowledge/service.py): started on mount
         self.session.knowledge = knowledge
         # saved (app/core/conversation/log.py): `saving` is open_saved's choice (resume or new)
-        self.resumed = None if saving is None else open_saved(self.session, **saving)
+        self.resumed = None
+        self._unsaved = ""  # why this session cannot be saved (its folder): said at start
+        try:
+            self.resumed = None if saving is None else open_saved(self.session, **saving)
+        except StateUnusable as exc:
+            self._unsaved = f"{exc}; this session is not saved"
         # the first screen teaches; a resumed session that has turns shows them instead
         first = None if self.session.turns else welcome(
             ModelFacts.of(provider), {a: actions.pretty_keys(k, first=True)
@@ -84,6 +90,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
             self.set_keymap(self.settings.keys)
         for problem in self._theme_problems:
             self.notify(problem, severity="warning")
+        if self._unsaved:
+            self.notify(self._unsaved, severity="warning", timeout=10)
         if self.resumed is not None:
             r = self.resumed
             moved = f"; rebased onto your edits: {', '.join(r.moved)}" if r.moved else ""

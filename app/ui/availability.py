@@ -1,7 +1,9 @@
 """What the keys can do now: the action table's conditions (`actions.State`, app/ui/actions.py)
 read from the session, the review's cursor and the LiveTree. Bindings, the key bar and the
 palette ask it through `actions.available`; the main screen hands it to the review pane and
-tells it where the review is once it is mounted."""
+tells it where the review is once it is mounted. Nothing here is cached: each condition is
+read from its owner when asked, and the screen compares all of them (`actions.now`) each
+frame, so the key bar follows a change whoever made it."""
 
 from __future__ import annotations
 
@@ -84,8 +86,3 @@ class Availability:
     @property
     def asking(self) -> bool:
         return bool(self.session.agent.permissions)
-
-    def key(self) -> tuple[bool, ...]:
-        """What the key bar shows depends on (a change of any one is worth a refresh)."""
-        return (self.streaming, self.hunk_open, self.any_open, self.can_undo, self.has_queue,
-                self.failed, self.hunk_conflict, self.asking)  # (a conflict under the cursor: m / T)

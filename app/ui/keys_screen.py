@@ -1,7 +1,8 @@
 """The main screen's half that decides where keys go (DESIGN rule 8), and only by the user:
 a focus move is always the answer to a key, a click or a palette entry, never to an answer
 starting or ending. The key bar says where keys go and what waits elsewhere with its key;
-the action table's conditions (app/ui/availability.py) say which keys do something now.
+the action table's conditions (app/ui/availability.py) say which keys do something now, and
+each frame tells the key bar when any of them changed.
 The main screen (app/ui/main_screen.py) composes the panes and routes the rest."""
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class KeysScreen(FrameTickScreen):
     key_names: dict[str, str]
     availability: Availability
     _tree_from: Widget | None
-    _bindings_state: tuple[object, ...] | None
+    _available: tuple[bool, ...] | None
 
     @property
     def session(self) -> Session:
@@ -69,10 +70,9 @@ class KeysScreen(FrameTickScreen):
         self._show_where()
 
     def _show_where(self) -> None:
-        """The key bar says where keys go, what waits elsewhere with its key, and the keys
-        that do something now."""
+        """The key bar says where keys go and what waits elsewhere, with its key (the keys
+        that do something now follow on their own: `follow_availability`)."""
         if self._ready:
-            self.refresh_bindings()
             key = partial(actions.key_of, self.key_names)
             self.key_bar.set_where(self.focus_area, waiting_note(
                 self.session, self.focus_area == "prompt", bool(self.composer.prompt.value),
@@ -137,15 +137,16 @@ class KeysScreen(FrameTickScreen):
             self.key_bar.set_also(frozenset() if shown and not self.narrow else frozenset({"toggle_tree"}))
 
     # -- availability (the action table's conditions: app/ui/availability.py) -------------
-    def refresh_bindings(self) -> None:
-        """Tell the key bar only when what is available changed (every call makes Textual
-        walk the bindings; most would change nothing)."""
-        ready = self._ready
-        state = (self.focus_area, *self.availability.key(), ready and self.review.line_mode,
-                 ready and self.composer.holds_paste)
-        if state != self._bindings_state:
-            self._bindings_state = state
-            super().refresh_bindings()
+    def follow_availability(self) -> None:
+        """Called each frame: tell the key bar when a condition of the action table changed,
+        whoever changed it (an answer, a decision, the cursor, git opening, a worker). Every
+        condition is compared (`actions.now`), so none can be missed; a frame that changed
+        none costs no walk over the bindings. State the widgets own (line mode, the view, a
+        paste in the prompt) refreshes on its own: reactives with `bindings=True`."""
+        available = actions.now(self.availability)
+        if available != self._available:
+            self._available = available
+            self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that would do nothing now, so the key bar shows what matters."""

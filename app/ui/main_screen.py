@@ -76,7 +76,7 @@ class MainScreen(KeysScreen):
         self.gc = AnswerGC()
         self.branch = ""
         self._tree_from: Widget | None = None  # what had the keys when Ctrl+T showed the tree
-        self._bindings_state: tuple[object, ...] | None = None
+        self._available: tuple[bool, ...] | None = None  # the conditions the key bar last saw
 
     @property
     def session(self) -> Session:
@@ -133,11 +133,13 @@ class MainScreen(KeysScreen):
             self.conversation.wake()
 
     def frame(self, force_status: bool = False) -> None:
-        """Everything that arrived since the last frame, rendered once."""
+        """Everything that arrived since the last frame, rendered once; then the key bar is
+        told if what the keys can do changed (in the same paint)."""
         if not self._ready or shutting_down(self.app):
             return
         try:
             self._apply(self.sync.take(force_status))
+            self.follow_availability()
         except NoMatches:  # the screen is being torn down between two ticks
             if self.is_running and self._ready:
                 raise
@@ -154,7 +156,6 @@ class MainScreen(KeysScreen):
         if f.started is not None:
             self.gc.streaming()
             self.review.answer_started()
-            self.refresh_bindings()
             self._render_queue()
         for ended in f.ended:  # said, and nothing moves: the keys stay where the user put them
             if ended.turn is session.failed:  # before a word of it: nothing lost
@@ -162,7 +163,6 @@ class MainScreen(KeysScreen):
             elif ended.failure:
                 self.notify(ended.failure, title="The answer stopped", severity="error", timeout=8)
         if f.ended:
-            self.refresh_bindings()
             self._render_queue()
         if f.ended and not session.streaming:
             self.review.answer_over()
@@ -263,8 +263,7 @@ class MainScreen(KeysScreen):
             self._back_to_work()
 
     def action_answer_agent(self) -> None:
-        if self.conversation.answer_permission():
-            self.refresh_bindings()
+        self.conversation.answer_permission()
 
     def action_retry_request(self) -> None:
         self.composer.retry_failed()

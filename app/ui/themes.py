@@ -12,6 +12,7 @@ from pathlib import Path
 from textual.theme import Theme
 
 from app.config import config_dir
+from app.core.disk.state_home import state_home
 
 DEFAULT = "steer-dark"
 DIFF_DEFAULTS = {"diff-added-bg": "#1f3a26", "diff-removed-bg": "#45222a", "syntax": "monokai"}
@@ -48,8 +49,7 @@ def load_themes() -> tuple[list[Theme], list[str]]:
 
 
 def _state_file() -> Path:
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "steer" / "ui.json"
+    return state_home() / "ui.json"
 
 
 def remembered_theme() -> str | None:

@@ -21,6 +21,7 @@ from app.core.conversation.log import SessionLog, read_log
 from app.core.conversation.records import Meta, Rewind, SessionError, fold
 from app.core.conversation.session import Session
 from app.core.conversation.store import SessionStore, new_id
+from app.core.disk.state_home import StateUnusable
 from app.core.edits import rebase
 from app.core.edits.hunks import HunkState
 
@@ -53,6 +54,10 @@ def resume(session: Session, store: SessionStore, sid: str | None = None, *,
     """Take over the saved session `sid` (the last one when None): complete what a crash
     left half-done in the journal (so what a killed accept wrote is on disk), replay the
     log, then rebase it onto the disk."""
+    try:
+        store.writable()  # a folder that cannot be used: why, rather than "no session"
+    except StateUnusable as exc:
+        raise SessionError(f"cannot resume: {exc}") from None
     sid = store.resolve(sid)
     records, log = store.open(sid, wait)
     try:
@@ -78,7 +83,8 @@ def open_saved(session: Session, *, resume_it: bool = False, sid: str | None = N
                store: SessionStore | None = None) -> Resumed | None:
     """What `steer` does at start: resume `sid` (the last session when None) if asked, else
     save a new session; a new session with a given `sid` that exists already is resumed
-    (a browser tab of `steer web`, reloaded)."""
+    (a browser tab of `steer web`, reloaded). StateUnusable: a new session cannot be saved
+    (the caller says so, and goes on without)."""
     store = store or SessionStore(session.ws.root)
     if resume_it or (sid is not None and sid in store.ids()):
         return resume(session, store, sid, wait=0.0 if resume_it else 10.0)

@@ -29,7 +29,7 @@ from app.core.conversation.records import (
     fold,
 )
 from app.core.disk.snapshot import Snapshot
-from app.core.disk.state_home import state_home
+from app.core.disk.state_home import ensure, state_home, why_unusable
 from app.core.text.textfile import NotText
 
 
@@ -72,7 +72,9 @@ class SessionStore:
         if sid is None:
             last = self.last()
             if last is None:
-                raise SessionError(f"no session to resume for {self.root}")
+                why = why_unusable(self.dir)  # none can be there: say why
+                raise SessionError(f"no session to resume for {self.root}" + (
+                    f" (sessions cannot be kept in {self.dir}: {why})" if why else ""))
             return last
         ids = self.ids()
         if sid in ids:
@@ -86,16 +88,20 @@ class SessionStore:
     def writable(self) -> Path:
         """The directory, once it is known to lie outside the working tree by its real path
         (a symlink, or $XDG_STATE_HOME, pointing into the tree would put session files, the
-        conversation and every base, among the user's files)."""
+        conversation and every base, among the user's files), made if need be. Raises
+        SessionError for a directory in the tree (refused), StateUnusable (an OSError) for
+        one that cannot be made or written."""
         real, tree = self.dir.resolve(), self.root.resolve()
         if real == tree or tree in real.parents:
             raise SessionError(
                 f"the session directory {self.dir} is inside the working tree ({real}); steer "
                 "writes no session files there. Point $XDG_STATE_HOME elsewhere, or run "
                 "without saving (--no-save)")
-        return self.dir
+        return ensure(self.dir, "sessions")
 
     def create(self, meta: Meta) -> SessionLog:
+        """A new session's log (StateUnusable: sessions cannot be saved here; the caller
+        says so and goes on without)."""
         self.writable()
         log = SessionLog(self.log_path(meta.id), fresh=True)
         log.append(meta)

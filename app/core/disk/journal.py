@@ -258,8 +258,8 @@ class Journal:
         """The steps, in order, with amendments and commits folded in."""
         try:
             text = self.file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
+        except (FileNotFoundError, NotADirectoryError):  # none yet, or none can be (a file
+            return []  # in the state dir's path: no write was ever journaled there)
         steps: dict[str, Entry] = {}
         for line in text.splitlines():
             try:
@@ -308,7 +308,7 @@ class Journal:
     def torn(self) -> list[str]:
         try:
             return sorted(os.listdir(self.open))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # as in `entries`
             return []
 
     # -- crash recovery --------------------------------------------------------------------

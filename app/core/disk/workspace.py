@@ -37,7 +37,7 @@ from app.core.disk.rename import RENAME_EXCHANGE, RENAME_NOREPLACE, UNSUPPORTED,
 from app.core.disk.rename import available as rename_available
 from app.core.disk.repo_lock import LOCK_TIMEOUT, RepoLock
 from app.core.disk.snapshot import Snapshot
-from app.core.disk.state_home import state_home
+from app.core.disk.state_home import ensure, state_home
 from app.core.faults import stop_point
 from app.core.text.names import odd, unescape
 from app.core.text.textfile import NotText, decode, digest
@@ -330,8 +330,10 @@ class Workspace:
 
     # -- writing -------------------------------------------------------------------------
     def lock(self, timeout: float = LOCK_TIMEOUT) -> contextlib.AbstractContextManager[None]:
-        """The repository's write lock: held across one accept's or undo's check-and-swap."""
-        return RepoLock.at(self.state_dir() / "lock").hold(timeout)
+        """The repository's write lock: held across one accept's or undo's check-and-swap.
+        StateUnusable when its folder, the journal's, cannot be made: nothing is written."""
+        where = ensure(self.state_dir(), "the undo journal every write needs")
+        return RepoLock.at(where / "lock").hold(timeout)
 
     def swap(self, rel: str, expect: Content, new: Content, *, tag: str,
              marks: Callable[[str], None] | None = None) -> None:

@@ -279,9 +279,7 @@ class Composer(Vertical):
             keys = actions.pretty_keys(self.key_names.get("drop_named", ""), first=True)
             shown = (shown + "  " if ctx else "") + "  ".join(
                 f"◇ {p}" for p in named) + f" (named; {keys} drops)"
-        if named != prompt.named:
-            prompt.named = named
-            prompt.refresh_bindings()
+        prompt.named = named  # a reactive: the key bar hears of a change
         if know is not None:
             self._map_shown = know.line()
             budget += f" · {self._map_shown}"

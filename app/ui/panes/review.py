@@ -25,6 +25,7 @@ from textual import getters, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.reactive import var
 from textual.widgets import Static
 
 from app.core.conversation.review import AcceptPlan, Outcome, pick_lines
@@ -68,6 +69,10 @@ class ReviewPane(Vertical):
     ReviewPane > #variant-tabs { display: none; }
     """
 
+    # what the diff shows: a git view decides nothing, so the hunk keys go (the key bar too)
+    view: var[View] = var("pending", bindings=True)
+    undoable: var[bool] = var(False, bindings=True)  # the journal holds an accept to undo
+
     diff = getters.query_one(DiffView)
     heading = getters.query_one("#diff-title", Line)
     preview = getters.query_one("#line-preview", Static)
@@ -92,9 +97,7 @@ class ReviewPane(Vertical):
         self.state = state  # what the action table's conditions read (the screen's)
         self.selected: str | None = None
         self.follow = True  # the diff follows the file being streamed until the user navigates
-        self.view: View = "pending"
         self._elsewhere = ""  # where the answer writes, when the review is not following it
-        self._can_undo = False  # the journal holds an accept to undo (checked in a thread)
 
     @property
     def session(self) -> Session:
@@ -126,17 +129,18 @@ class ReviewPane(Vertical):
     @property
     def hunk_open(self) -> bool:
         h = self.diff.hunk
-        return h is not None and h.state in OPEN
+        return self.view == "pending" and h is not None and h.state in OPEN
 
     @property
     def hunk_conflict(self) -> bool:
         h = self.diff.hunk
-        return h is not None and h.state == HunkState.CONFLICT and h.ancestor is not None
+        return (self.view == "pending" and h is not None and h.state == HunkState.CONFLICT
+                and h.ancestor is not None)
 
     @property
     def can_undo(self) -> bool:
         review = self.session.review
-        return self._can_undo or (review is not None and review.can_undo)
+        return self.undoable or (review is not None and review.can_undo)
 
     def first_open_hunk(self) -> Hunk | None:
         """The answer's first open hunk (where the review starts)."""
@@ -256,7 +260,6 @@ class ReviewPane(Vertical):
         self.render_title()
         if hunk_id is not None:
             self.diff.select(hunk_id)
-        self.refresh_bindings()
 
     @on(DiffView.ModeChanged)
     def render_title(self) -> None:
@@ -326,7 +329,6 @@ class ReviewPane(Vertical):
     @on(DiffView.CursorMoved)
     def _cursor_moved(self) -> None:
         self.follow = False
-        self.refresh_bindings()
 
     def on_descendant_focus(self) -> None:
         if self.session.streaming:
@@ -338,7 +340,6 @@ class ReviewPane(Vertical):
             return False
         self.diff.line_mode = False
         self.diff.refresh()
-        self.refresh_bindings()
         return True
 
     # -- the review's keys -----------------------------------------------------------------
@@ -517,10 +518,9 @@ class ReviewPane(Vertical):
             self.notify(msg, severity="warning", timeout=6)
         if out.accepted:
             self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
-            self._can_undo = True
+            self.undoable = True
             self.run_worker(self.check_undo(), group="undo", exclusive=True)
-        self.post_message(SessionChanged())
-        self.refresh_bindings()  # the hunk under the cursor may be a conflict now: m / T
+        self.post_message(SessionChanged())  # its frame tells the key bar (a conflict now: m / T)
         return out
 
     def _advance(self) -> None:
@@ -561,9 +561,8 @@ class ReviewPane(Vertical):
             label = await asyncio.to_thread(next_undo)
         except (UndoRefused, OSError):
             label = ""
-        self._can_undo = bool(label)
         if alive(self):
-            self.refresh_bindings()
+            self.undoable = bool(label)
             self.post_message(self.UndoChanged(label))
 
     async def _recover(self) -> None:

@@ -97,7 +97,7 @@ class DiffView(ScrollView, can_focus=True):
     class ModeChanged(Message):
         """Line mode or the view changed: the review says so in the pane's title."""
 
-    line_mode: var[bool] = var(False)
+    line_mode: var[bool] = var(False, bindings=True)  # the key bar follows it
     side_by_side: var[bool] = var(False)
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -347,7 +347,6 @@ class DiffView(ScrollView, can_focus=True):
         if not on:
             self.picked.clear()
         self.refresh()
-        self.refresh_bindings()
         self.post_message(self.ModeChanged())
 
     def watch_side_by_side(self, on: bool) -> None:

@@ -18,6 +18,7 @@ from rich.highlighter import Highlighter
 from rich.text import Text
 from textual import events
 from textual.message import Message
+from textual.reactive import var
 from textual.suggester import Suggester
 from textual.widgets import Input
 from textual.widgets.input import Selection
@@ -94,6 +95,9 @@ class _Tokens(Highlighter):
 
 class PromptInput(Input):
     BINDINGS = bindings("prompt")
+    # what lists the prompt's own keys (a change refreshes the key bar by itself)
+    named: var[list[str]] = var(list, bindings=True)  # files the draft names (the composer sets it)
+    holds_paste: var[bool] = var(False, bindings=True)  # the prompt shows a paste token (F2)
 
     @dataclass
     class Queue(Message):
@@ -133,14 +137,12 @@ class PromptInput(Input):
         self.files: list[str] = []
         self.suggester = _PrefixSuggester(self)
         self.completion: str | None = None  # best @path match for the token being typed
-        self.named: list[str] = []  # files the draft names (the composer sets it)
         self.history: list[str] = []  # instructions sent, oldest first
         self._recall = 0  # the entry shown (len(history): the draft)
         self._draft: tuple[str, tuple[Paste, ...]] = ("", ())  # what was being typed when Up left it
         self.highlighter = _Tokens(self)
         # messages sent or queued: how they were shown (value with tokens, and the pastes)
         self._forms: dict[str, tuple[str, tuple[Paste, ...]]] = {}
-        self.holds_paste = False  # the prompt shows a paste token (F2 is listed)
 
     # what the field draws: a hidden character that got into the value anyway is drawn as
     # one dimmed mark of one cell (not its escape, which would move the cursor's cells)
@@ -198,9 +200,7 @@ class PromptInput(Input):
         if not self.value:
             self.pastes = Pastes()  # sent or cleared: the next message starts afresh
         holds = bool(self.pastes.items) and bool(self.pastes.spans(self.value))
-        if holds != self.holds_paste:  # the paste key is listed while there is a paste
-            self.holds_paste = holds
-            self.refresh_bindings()
+        self.holds_paste = holds  # the paste key is listed while there is a paste
         m = AT_TOKEN.search(self.value[: self.cursor_position])
         self.completion = complete(m.group(1), self.files) if m and m.group(1) else None
 
