@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from app.core.text.invisible import HIDDEN
+from invisible_oracle import holds_any
 
 # a name a hostile repository can hold: it sets the window title, then paints red
 TITLE_NAME = "t\x1b]2;PWNED\x07.txt"
@@ -28,7 +28,7 @@ def screen_lines(app) -> list[str]:
 
 def obeyable(lines: list[str]) -> list[str]:
     """The rows holding a character a terminal would obey or could not draw."""
-    return [line for line in lines if HIDDEN.search(line) or re.search("[\ud800-\udfff]", line)]
+    return [line for line in lines if holds_any(line) or re.search("[\ud800-\udfff]", line)]
 
 
 def sgr_problems(captured: str) -> list[str]:

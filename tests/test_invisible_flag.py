@@ -12,6 +12,7 @@ import pytest
 from conftest import init_repo, sr, stream
 from hypothesis import given
 from hypothesis import strategies as st
+from invisible_oracle import points
 from render_answers import RENDERERS
 from test_cli import run_args, served, steer
 
@@ -21,13 +22,14 @@ from app.core.disk.journal import Journal
 from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import HunkState
-from app.core.text.invisible import HIDDEN, code_point
 from app.core.text.textfile import decode
 
 # what a hostile file, answer or agent would slip into code (no NUL: that makes a file
-# binary; no CR: that is a line ending)
+# binary; no CR: that is a line ending): bidi controls, zero-width characters, terminal
+# controls, and default-ignorable letters and marks an identifier can hold
 SLY = ["\u202e", "\u2066", "\u2069", "\u200b", "\u200d", "\u2028", "\ufeff", "\u00ad",
-       "\x1b", "\x07", "\x08", "\x7f", "\x9b", "\x0c"]
+       "\x1b", "\x07", "\x08", "\x7f", "\x9b", "\x0c", "\u3164", "\u115f", "\uffa0",
+       "\u034f", "\u17b4", "\u180b", "\ufe00", "\ufe0f", "\U000e0100", "\U000e0041"]
 FMT = st.sampled_from(sorted(RENDERERS))
 
 
@@ -36,8 +38,8 @@ def _ws(tmp: str, base: list[str]) -> Workspace:
     return Workspace(tmp)
 
 
-def _points(lines: list[str]) -> set[str]:
-    return {code_point(m.group()) for t in lines for m in HIDDEN.finditer(t)}
+def _points(lines: list[str]) -> set[str]:  # by Unicode's lists, not the app's
+    return points(lines)
 
 
 @st.composite
@@ -195,4 +197,19 @@ def test_steer_run_accept_all_leaves_the_flagged_hunk_and_says_so(tmp_path, fmt)
     assert (repo / "f.txt").read_text() == src.replace("line 3\n", "line three\n")
     assert ("not written: f.txt: 1 hunk(s) left: hunk #" in out.stderr
             and "at line 15: invisible characters: U+200B, U+202E" in out.stderr
+            and "left for a deliberate accept" in out.stderr), out.stderr
+
+
+@pytest.mark.parametrize("ch", ["\u3164", "\u034f"])
+def test_steer_run_accept_all_leaves_a_hangul_filler_or_a_grapheme_joiner(tmp_path, ch):
+    """Two default-ignorable characters a hand list missed: a search/replace hunk that adds
+    one is flagged, and `steer run --accept all` writes nothing of it and exits 4."""
+    src = "".join(f"line {i}\n" for i in range(1, 21))
+    repo = init_repo(tmp_path / "r", {"f.txt": src})
+    answer = sr("f.txt", "line 15\n", f"line{ch} 15\n")
+    with served(answer) as server:
+        out = steer(repo, *run_args(server, "--accept", "all"))
+    assert out.returncode == 4, out.stderr
+    assert (repo / "f.txt").read_text() == src
+    assert (f"at line 15: invisible characters: U+{ord(ch):04X}" in out.stderr
             and "left for a deliberate accept" in out.stderr), out.stderr

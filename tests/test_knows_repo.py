@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import init_repo, sr
+from conftest import init_repo, run_isolated, sr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -596,3 +596,107 @@ async def test_a_resumed_session_keeps_the_look_ups_and_goes_on_where_it_was(tre
         before = [*bodies[1]["messages"], {"role": "assistant", "content": "it greets.\n"}]
         assert bodies[2]["messages"][:len(before)] == before
         assert [m["role"] for m in before].count("tool") == 1
+
+
+# -- a model that loops, or is hostile: every look-up ends, and the turn goes on -----------------
+# 40,000 characters: `(a+)+$` backtracks over each run of a's (with Python's re, for ever)
+LONG_LINE = ("a" * 3_999 + "!") * 10
+DEEP = "pkg/util.py" + "/x" * 3000  # 6,011 bytes
+
+
+def test_steer_run_answers_hostile_look_ups_and_finishes(tree):
+    """A grep that backtracks for ever and a read 3,000 levels deep: the one times out, the
+    other is refused by the path's limit, and the run goes on to write the edit."""
+    (tree / "data").mkdir()
+    (tree / "data" / "long.txt").write_text(LONG_LINE + "\n")
+    calls = {1: [{"name": "grep", "arguments": {"pattern": "(a+)+$"}},
+                 {"name": "read", "arguments": {"path": DEEP}}]}
+    with ServerThread(replay=["", VERBOSE], tool_calls=calls) as server:
+        out = _steer_run(tree, "add a --verbose flag next to --quiet in build_parser",
+                         "--base-url", server.base_url, "--model", "replay", "--accept", "all",
+                         "--no-save")
+        bodies = list(server.stats.bodies)
+    assert out.returncode == 0, out.stderr
+    grep, read = [m["content"] for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert grep.startswith("timed out: one search ran past 1 s in data/long.txt. "), grep
+    assert read.startswith("refused pkg/util.py/x/x/x") and "it is 6,011 bytes long" in read
+    assert len(read) < 300
+    assert "steer: grep '(a+)+$' · timed out: one search ran past 1 s in data/long.txt" in out.stderr
+    assert "· refused: it is 6,011 bytes long" in out.stderr, out.stderr
+    assert '"--verbose"' in (tree / "pkg/cli.py").read_text()
+
+
+def test_esc_stops_a_turn_while_its_grep_backtracks(tree):
+    """Python's re held the GIL while it backtracked, so the event loop (and Esc with it)
+    waited on a grep that never ended. In a process of its own: a regression fails here
+    instead of hanging the suite."""
+    (tree / "long.txt").write_text(LONG_LINE + "\n")
+    got, _ = run_isolated(f"""
+import asyncio, json
+from app.core.conversation.session import Session
+from app.core.disk.workspace import Workspace
+from app.core.knowledge.lookup import Limits
+from app.core.knowledge.service import Knowledge, Policy
+from app.providers.openai_chat import OpenAIChat
+from app.server.chat_server import ChatServer
+
+async def main():
+    calls = {{1: [{{"name": "grep", "arguments": {{"pattern": "(a+)+$"}}}}]}}
+    server = ChatServer(replay=["", "never asked for"], tool_calls=calls)
+    await server.start()
+    know = Knowledge({str(tree)!r}, Policy(lookup_seconds=60), cache=False, workers=0).start()
+    await asyncio.to_thread(know.builder.wait, 60)
+    know.lookup.limits = Limits(grep_search_seconds=5)  # the search runs while Esc comes
+    session = Session(Workspace({str(tree)!r}), OpenAIChat(server.base_url, "replay"),
+                      fmt="search_replace")
+    session.knowledge = know
+    turn = session.start("look first")
+    while not any(t.status == "in_progress" for t in turn.tools.values()):
+        await asyncio.sleep(0.01)
+    stopped = session.interrupt()
+    await session.wait()
+    for _ in range(1000):  # the look-up's task ends on the loop's next turns
+        if not any(t.status == "in_progress" for t in turn.tools.values()):
+            break
+        await asyncio.sleep(0.01)
+    out = dict(stopped=stopped, state=turn.state, bodies=len(server.stats.bodies),
+               hunks=len(session.pending.hunks), cards=[t.title for t in turn.tools.values()])
+    await session.aclose()
+    know.close()
+    await server.close()
+    return out
+
+print(json.dumps(asyncio.run(main())))
+""", timeout=180)
+    assert got["stopped"] and got["state"] == "interrupted", got
+    assert got["bodies"] == 1 and got["hunks"] == 0  # no round after Esc, nothing proposed
+    assert got["cards"] == ["grep · stopped with the turn"]
+
+
+async def test_a_look_up_still_running_when_its_time_is_up_is_answered(rig):
+    """No time at all: the read is still running when its time is up; the model is told it
+    timed out, and the turn goes on to its answer."""
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py"}}]}
+    session, server, _ = await rig(["", "answered.\n"], tool_calls=calls,
+                                   policy=Policy(lookup_seconds=0, lookup_grace=0))
+    turn = await asyncio.wait_for(session.ask("look first"), 60)
+    assert turn.complete and turn.text == "answered.\n"
+    tool = [m["content"] for m in server.stats.bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool == ["timed out after 0 s. Narrow the pattern or the path, or read fewer lines."]
+    assert [(t.title, t.status) for t in turn.tools.values()] == \
+        [("read · timed out after 0 s", "failed")]
+
+
+async def test_a_look_up_that_breaks_is_answered_and_the_turn_goes_on(rig, monkeypatch):
+    """A look-up that raised left its call unanswered, and the model's stream waited for
+    ever: now the model reads that it failed."""
+    def broken(*a, **kw):
+        raise OSError(36, "File name too long")
+
+    monkeypatch.setattr(tools, "run", broken)
+    calls = {1: [{"name": "read", "arguments": {"path": "pkg/cli.py"}}]}
+    session, server, _ = await rig(["", "answered.\n"], tool_calls=calls)
+    turn = await asyncio.wait_for(session.ask("look first"), 60)
+    assert turn.complete and turn.text == "answered.\n"
+    tool = [m["content"] for m in server.stats.bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool == ["the look-up failed (OSError: [Errno 36] File name too long)."]

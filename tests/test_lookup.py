@@ -4,14 +4,16 @@ and ignored files refused with a reason, bounded answers. Real repositories, rea
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
-from conftest import init_repo
+from conftest import init_repo, run_isolated
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.core.knowledge.lookup import Limits, Lookup
+from app.core.disk.workspace import Workspace
+from app.core.knowledge.lookup import Deadline, Limits, Lookup
 from app.core.knowledge.secret_files import secret_name
 
 LINES = [f"line {i} of the file" for i in range(1, 1201)]
@@ -181,3 +183,109 @@ def test_outside_a_repository(tmp_path):
         assert lk.read("a.py").lines == ("print(1)",)
         assert "looks like a secret" in lk.read(".env").reason
         assert os.path.basename(lk.grep("print").matches[0][0]) == "a.py"
+
+
+# -- bounded look-ups: what a model that loops, or is hostile, can ask ---------------------------
+# 40,000 characters: `(a+)+$` backtracks over each run of a's (Python's re for ever)
+HOSTILE_LINE = ("a" * 3_999 + "!") * 10
+
+
+def test_a_pattern_that_backtracks_times_out_and_the_answer_comes_back(tmp_path):
+    """In a process of its own: Python's re holds the GIL while it backtracks, and a
+    regression would hang this test's process instead of failing it."""
+    root = init_repo(tmp_path / "r", {"a.txt": "aaaa\n", "long.txt": HOSTILE_LINE + "\n"})
+    got, _ = run_isolated(f"""
+import json
+from app.core.knowledge.lookup import Deadline, Lookup
+out = {{}}
+with Lookup({str(root)!r}) as lk:
+    for mode, pattern in (("whole", "(a+)+$"), ("by line", "(?<!b)(a+)+$")):
+        a = lk.grep(pattern, deadline=Deadline(60))
+        out[mode] = dict(ok=a.ok, timed_out=a.timed_out, reason=a.reason, text=a.text,
+                         matches=[list(m[:2]) for m in a.matches])
+print(json.dumps(out))
+""", timeout=120)
+    for mode in ("whole", "by line"):
+        a = got[mode]
+        assert not a["ok"] and a["timed_out"], a
+        assert a["reason"].startswith("timed out: one search ran past 1 s in long.txt. ")
+        assert "rewrite it" in a["reason"]
+        # what it found before it stopped comes along
+        assert a["matches"] == [["a.txt", 1]] and "a.txt:1: aaaa" in a["text"]
+
+
+def test_a_grep_out_of_time_says_so_and_how_far_it_got(look):
+    a = look.grep("line", deadline=Deadline(0))
+    assert a.timed_out and not a.ok and not a.matches
+    assert re.match(r"timed out after 0 s, with 0 of \d+ files searched\. Narrow the pattern",
+                    a.reason)
+    stopped = Deadline(60)
+    stopped.stop()  # the turn was stopped while it ran
+    assert look.grep("line", deadline=stopped).timed_out
+
+
+@pytest.mark.parametrize("pattern", [r"(?:a{1000}){1000}", r"a{1000000}", r"((a{100}){10}){20}",
+                                     r"[ab{]{20000}", r"(?:x{,200}y){200}"])
+def test_a_pattern_the_engine_would_spell_out_is_refused_before_it_compiles(look, pattern):
+    """The `regex` module expands counted repeats when it compiles (a{1000000}: a second and
+    270 MB), and no time limit stops a compile."""
+    a = look.grep(pattern)
+    assert not a.ok and "counted repeats multiply to" in a.reason and "at most 10,000" in a.reason
+
+
+def test_ordinary_counts_and_braces_are_searched(look):
+    a = look.grep(r"line \d{1,3} of|[{]{2}|\{\d+\}|\p{L}{4}e")
+    assert a.ok and ("src/app.py", 1, "line 1 of the file") in a.matches
+    assert not look.grep("x" * 2_001).ok and not look.grep("x", "*" * 501).ok
+
+
+@pytest.mark.parametrize("pattern", ["needle", "(?<=x)needle"])  # a file at a time; by line
+def test_grep_searches_the_first_4000_characters_of_a_line(tmp_path, pattern):
+    root = init_repo(tmp_path / "r", {"f.txt": "x" * 5_000 + "needle\n" + "x" * 100 + "needle\n"})
+    with Lookup(root) as lk:
+        assert [m[:2] for m in lk.grep(pattern).matches] == [("f.txt", 2)]
+    with Lookup(root, limits=Limits(grep_line_chars_searched=6_000)) as lk:
+        assert [m[:2] for m in lk.grep(pattern).matches] == [("f.txt", 1), ("f.txt", 2)]
+
+
+@pytest.fixture(scope="module")
+def one_file(tmp_path_factory):
+    root = init_repo(tmp_path_factory.mktemp("grep") / "r", {"f.txt": "\n"})
+    with Lookup(root, limits=Limits(grep_line_chars_searched=7)) as lk:
+        yield root, lk
+
+
+# ^ and $ at a line's ends, matches that would run on into the next line, look-arounds and
+# anchors of the whole string (these are searched line by line), a cut at 7 characters
+PATTERNS = [r"a", r"^a", r"a$", r"^$", r"b\s*=", r"a[^b]*b", r"\ba\w*", r"=\s+a", r"a\s*$",
+            r"(?<=a)b", r"a(?!b)", r"\Aa", r"a\Z", r"(?i)A B", r"a|b$", r"\s", r"x*", r"[^=]+$",
+            r"(?<![^a])b", r"a\n", r"(?s)a.*b", r"(a)\1"]
+
+
+@given(lines=st.lists(st.text(alphabet="ab =\t", max_size=11), max_size=10),
+       pattern=st.sampled_from(PATTERNS), ending=st.sampled_from(["\n", "\r\n", ""]))
+def test_grep_finds_the_lines_a_search_of_each_line_alone_finds(one_file, lines, pattern, ending):
+    """The whole-file search (lookup.py _Searcher) against Python's re on each line alone
+    (its first 7 characters): the same lines, none missed and none extra."""
+    root, lk = one_file
+    (root / "f.txt").write_text("\n".join(lines) + ending, newline="")
+    rx = re.compile(pattern, re.MULTILINE)
+    text = "\n".join(lines) + ending
+    want = [n for n, line in enumerate(text.splitlines(), 1) if rx.search(line, 0, 7)]
+    assert [m[1] for m in lk.grep(pattern).matches] == want
+
+
+@pytest.mark.parametrize("path,words", [
+    ("src/util.py" + "/x" * 3000, "it is 6,011 bytes long"),
+    ("a/" * 64 + "f.py", "it is 65 levels deep"),
+    ("src/" + "n" * 253 + ".py", "one of its names is 256 bytes long"),
+])
+def test_a_path_too_long_or_too_deep_is_refused_by_its_limit(look, path, words):
+    for a in (look.read(path), look.list(path)):
+        assert not a.ok and words in a.reason, a.reason
+        assert "at most 4,096 bytes, 64 levels and 255 bytes a name" in a.reason
+        assert len(a.text) < 300  # (the path is not sent back whole)
+    ws = Workspace(look.root)
+    with pytest.raises(ValueError, match=words):
+        ws.check_path(path)
+    assert ws.check_path("a/" * 63 + "f.py") == "a/" * 63 + "f.py"  # 64 levels: a path

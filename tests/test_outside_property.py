@@ -32,7 +32,8 @@ from app.view.outside_text import name, visible
 PIECES = ["[", "]", "[/]", "[b]", "[@click=app.quit]", "[link=x]", "\\", "\x1b", "\x1b]2;X\x07",
           "\x1b[31m", "\x9b", "\x85", "\u202e", "\u2066", "\u200b", "\u200d", "\ufeff", "\ufe0f",
           "\t", "\n", "\r", "\x0c", "\x08", "\x7f", "漢", "ｆ", "👨\u200d👩\u200d👧", "👍🏽", "e\u0301",
-          "\u0301", "\u0915\u093f", "\U0001fae8", "\U000e0041", "\udc80", "$", "*", "`", "#", " "]
+          "\u0301", "\u0915\u093f", "\U0001fae8", "\U000e0041", "\udc80", "$", "*", "`", "#", " ",
+          "\u3164", "\u034f", "\u26a0", "\ufe0e"]
 hostile = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), max_size=8).map("".join)
 WIDTH = 400
 

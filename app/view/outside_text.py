@@ -6,9 +6,11 @@ colours the screen, clears it, or (OSC 52) writes the clipboard; a bidi override
 read differently from what it does; a bracket read as Textual markup loses text, crashes
 the app, or runs an `@click` action. So every view shows outside text through here:
 
-- each hidden character (app/core/text/invisible.py: C0 and C1 controls, DEL, bidi controls,
-  zero-width characters and separators) becomes one visible escape in a single notation,
-  the backslash form a programmer reads (`\\x1b`, `\\u202e`), drawn dimmed;
+- each hidden character (app/core/text/invisible.py, by Unicode's properties: C0 and C1
+  controls, DEL, format characters such as the bidi controls and zero-width characters,
+  separators, and every default-ignorable code point, such as the Hangul fillers) becomes
+  one visible escape in a single notation, the backslash form a programmer reads (`\\x1b`,
+  `\\u202e`), drawn dimmed;
 - tabs expand to spaces (content) or show as `\\t` (a name, where a tab is itself suspect,
   as is a newline: `\\n`);
 - a lone surrogate (a file name that is not UTF-8, decoded with surrogateescape) cannot be
@@ -22,9 +24,10 @@ the app, or runs an `@click` action. So every view shows outside text through he
   sit on: a terminal drops it, or puts it on whatever cell is left of it): the layout
   counts the cells the terminal draws, so a full repaint changes no cell (`terminal`, for
   a stream with no layout, leaves them be);
-- variation selectors (U+FE0E/FE0F) are dropped from display: they only pick the text or
-  emoji form of the character before them, and terminals disagree on that form's width,
-  which would leave stray cells;
+- a presentation selector (U+FE0E/FE0F) after a visible non-ASCII character is dropped
+  from display: it only picks the text or emoji form of the character before it, and
+  terminals disagree on that form's width, which would leave stray cells; anywhere else it
+  selects nothing and is hidden like the rest (invisible.py says why): its escape shows;
 - nothing here is ever read as markup: the result is a plain string or a `rich.text.Text`
   built by appending runs, never parsed.
 
@@ -44,7 +47,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from app.core.text.invisible import CLASS
+from app.core.text.invisible import CLASS, HIDDEN
 
 ESCAPE_STYLE = Style(dim=True, italic=True)
 _SELECTORS = "\ufe0e\ufe0f"
@@ -85,6 +88,14 @@ def _lone_mark(text: str) -> bool:
     return text[:1] > "\x7f" and unicodedata.category(text[0])[0] == "M"
 
 
+def _stray(text: str, i: int, before: str = "") -> bool:
+    """The presentation selector at `i` of `text` is hidden: it follows no visible non-ASCII
+    character (invisible.py). `before`: the character drawn before `text`, if any."""
+    if i or not before:
+        return HIDDEN.match(text, i) is not None
+    return HIDDEN.match(before[-1] + text[i], 1) is not None
+
+
 def _finder(text: str, tabs: int | None) -> re.Pattern[str] | None:
     """What to escape (and expand) in `text`; None when it shows as itself."""
     base = _ANY if tabs else _ANY_IN_NAME
@@ -94,13 +105,14 @@ def _finder(text: str, tabs: int | None) -> re.Pattern[str] | None:
     return base if base.search(text) else None
 
 
-def pieces(text: str, *, tabs: int | None = 4, col: int = 0,
-           first: bool = True) -> Iterator[tuple[str, bool]]:
+def pieces(text: str, *, tabs: int | None = 4, col: int = 0, first: bool = True,
+           before: str = "") -> Iterator[tuple[str, bool]]:
     """(run, is_escape) pieces of `text` as shown. `tabs`: expand a tab to the next multiple
     of this many columns (counted from `col`, the column `text` starts at), or None for one
     line of a name: a tab shows as `\\t` and a newline as `\\n`. Otherwise newlines pass
     through (callers split lines first). `first`: `text` starts what is drawn (a combining
-    mark there has nothing to sit on), not a run that follows another."""
+    mark there has nothing to sit on), not a run that follows another; `before`, the
+    character of that run a presentation selector at the start would belong to."""
     found = _finder(text, tabs)
     lead = first and _lone_mark(text)
     if found is None and not lead:
@@ -123,7 +135,7 @@ def pieces(text: str, *, tabs: int | None = 4, col: int = 0,
             n = tabs - col % tabs
             yield " " * n, False
             col += n
-        elif ch in _SELECTORS:
+        elif ch in _SELECTORS and not _stray(text, m.start(), before):
             continue
         else:
             e = "\\t" if ch == "\t" else "\\n" if ch == "\n" else escape(ch)
@@ -182,7 +194,7 @@ def terminal(text: str, *, dim: bool = True) -> str:
 
     def shown(m: re.Match[str]) -> str:
         ch = m.group()
-        if ch in _SELECTORS:
+        if ch in _SELECTORS and not _stray(m.string, m.start()):
             return ""
         e = escape(ch)
         return f"\x1b[2m{e}\x1b[22m" if dim else e
@@ -260,10 +272,12 @@ def segments(runs: Iterable[tuple[str, Style | None]], *, tabs: int | None = 4,
     across runs (`tabs` None: one line of a name, as in `pieces`)."""
     out: list[Segment] = []
     col = 0
+    before = ""
     for text, style in runs:
-        for run, esc in pieces(text, tabs=tabs, col=col, first=col == 0):
+        for run, esc in pieces(text, tabs=tabs, col=col, first=col == 0, before=before):
             out.append(Segment(run, (style + escape_style if style else escape_style) if esc else style))
             col += len(run)
+        before = text[-1:] or before
     return out
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from app.core.disk.git_dirs import git_dir_of, is_git_dir
+from app.core.disk.path_limits import too_long
 from app.core.disk.rename import RENAME_EXCHANGE, RENAME_NOREPLACE, UNSUPPORTED, rename2
 from app.core.disk.rename import available as rename_available
 from app.core.disk.repo_lock import LOCK_TIMEOUT, RepoLock
@@ -144,6 +145,8 @@ class Workspace:
         except UnicodeEncodeError:
             raise PathRefused(f"refused {shown}: a file name that is not valid text "
                               "(a surrogate no file name on this system holds)") from None
+        if why := too_long(p):
+            raise PathRefused(why)
         parts = [s for s in PurePosixPath(p).parts if s != "."]
         if not parts:
             raise PathRefused(f"refused {p}: not a file")
@@ -192,6 +195,8 @@ class Workspace:
         here = self.root
         for part in Path(real_rel).parts[:-1]:
             here = here / part
+            if not os.path.isdir(here):  # nothing below a missing folder is a git dir
+                break
             if is_git_dir(here):
                 raise PathRefused(f"refused {rel}: {here.relative_to(self.root)} is a git "
                                   "repository's own folder; steer never writes there")

@@ -9,21 +9,34 @@ context. Every answer is bounded (lines, bytes, matches, entries) and says so wh
 cut, and carries its token estimate so the caller can budget the conversation.
 
 Every method blocks (disk, and `git check-ignore` in a repository): a caller on an event
-loop runs it in a thread. `grep` takes a model's regular expression to Python's `re`, so it
-searches at most `grep_line_chars_searched` characters of a line: a pathological pattern
-costs per line, not per file.
+loop runs it in a thread, and a thread cannot be stopped from outside, so the work stops
+itself. Paths have a length and a depth limit before any file-system call
+(app/core/disk/path_limits.py). `grep` takes a model's regular expression, which can
+backtrack for ever (`(a+)+$` over a long line of a's): it runs in the `regex` module,
+which lets go of the GIL while it matches (Python's `re` holds it, and the event loop that
+started the thread starves) and stops a search at a time limit. Each search may take
+`grep_search_seconds`, and the whole grep stops at the caller's `Deadline` (checked before
+every file and search); either way the answer says it timed out, with what it found until
+then. A pattern is refused before it is compiled when it is too long or its counted
+repeats multiply past `grep_repeats`: `regex` spells those out when it compiles
+(`a{1000000}`: a second, 270 MB).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import re
 import stat
-from collections.abc import Callable, Collection, Iterable, Sequence
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import regex
+
+from app.core.disk.path_limits import too_long
 from app.core.disk.workspace import PathRefused, Workspace
 from app.core.git.files import list_files
 from app.core.git.repository import GitRepo
@@ -41,7 +54,26 @@ class Limits:
     grep_line_chars: int = 200  # a matching line is shown up to this
     grep_line_chars_searched: int = 4_000
     grep_file_bytes: int = 1 << 20  # bigger files are not searched (and the answer says so)
+    grep_search_seconds: float = 1.0  # one search (a file, or a line): past this it backtracks
+    grep_pattern_chars: int = 2_000
+    grep_glob_chars: int = 500
+    grep_repeats: int = 10_000  # the product of nested counted repeats ({n}) a pattern may have
     list_entries: int = 300
+
+
+class Deadline:
+    """When a look-up must stop, shared between the thread that runs it and the caller, who
+    can stop it early (the turn was stopped)."""
+
+    def __init__(self, seconds: float = math.inf) -> None:
+        self.seconds = seconds
+        self._at = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self._at - time.monotonic()
+
+    def stop(self) -> None:
+        self._at = -math.inf
 
 
 @dataclass(frozen=True)
@@ -52,6 +84,7 @@ class Answer:
     text: str
     tokens: int
     reason: str | None = None
+    timed_out: bool = False  # (then `reason` says so, and `text` holds what was found)
     truncated: bool = False
     path: str | None = None
     lines: tuple[str, ...] = ()  # read: the exact lines returned, without terminators
@@ -116,6 +149,8 @@ class Lookup:
             return ""
         if "\0" in p or "\\" in p or p.startswith(("/", "~")) or (len(p) > 1 and p[1] == ":"):
             raise PathRefused(f"refused {p}: not a folder inside the workspace")
+        if why := too_long(p):
+            raise PathRefused(why)
         parts = [s for s in PurePosixPath(p).parts if s != "."]
         if ".." in parts:
             raise PathRefused(f"refused {p}: '..' leads outside the workspace")
@@ -187,15 +222,23 @@ class Lookup:
 
     # -- grep ----------------------------------------------------------------------------
     def grep(self, pattern: str, glob: str | None = None, *,
-             user_added: Collection[str] = ()) -> Answer:
+             user_added: Collection[str] = (), deadline: Deadline | None = None) -> Answer:
         """Lines matching the regular expression `pattern` (Python syntax) in the tree's files
         (`glob`: only paths or file names matching it, e.g. "*.py" or "app/*"), in path
-        order."""
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            return _refused(f"not a valid regular expression ({exc}): {pattern!r}")
+        order, until `deadline`."""
         lim = self.limits
+        deadline = deadline or Deadline()
+        if len(pattern) > lim.grep_pattern_chars or len(glob or "") > lim.grep_glob_chars:
+            return _refused(f"refused the search: the pattern may have at most "
+                            f"{lim.grep_pattern_chars:,} characters and the glob "
+                            f"{lim.grep_glob_chars}")
+        if (n := _repeats(pattern)) > lim.grep_repeats:
+            return _refused(f"refused the pattern {pattern[:80]!r}: its counted repeats multiply "
+                            f"to {n:,} (at most {lim.grep_repeats:,}); use + or * instead")
+        try:
+            rx = regex.compile(pattern, regex.MULTILINE)
+        except (regex.error, RecursionError, OverflowError, ValueError) as exc:
+            return _refused(f"not a valid regular expression ({exc}): {pattern!r}")
         allowed = set(user_added)
         paths = sorted(set(self._files()) | allowed)
         if glob:
@@ -208,7 +251,13 @@ class Lookup:
         files_hit = 0
         cut = False
         searched = 0
+        late: str | None = None  # why it timed out
+        search = _Searcher(rx, lim, deadline, _by_line(pattern))
         for rel in paths:
+            if deadline.left() <= 0:
+                late = (f"timed out after {deadline.seconds:g} s, with {searched:,} of "
+                        f"{len(paths):,} files searched. Narrow the pattern or pass a glob.")
+                break
             if rel not in allowed and secret_name(rel, self.secret_names):
                 skipped["secret-looking"] += 1
                 continue
@@ -233,21 +282,32 @@ class Lookup:
                 continue
             searched += 1
             hit = False
-            for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                if not regex.search(line, 0, lim.grep_line_chars_searched):
-                    continue
-                shown = line if len(line) <= lim.grep_line_chars else line[:lim.grep_line_chars] + "…"
-                row = f"{rel}:{n}: {shown}\n"
-                if len(found) >= lim.grep_matches or size + len(row) > lim.grep_bytes:
-                    cut = True
-                    break
-                hit = True
-                found.append((rel, n, line))
-                out.append(row)
-                size += len(row)
+            lines = data.decode("utf-8", "replace").splitlines()
+            try:
+                for n in search.lines(lines):
+                    line = lines[n]
+                    shown = line if len(line) <= lim.grep_line_chars else line[:lim.grep_line_chars] + "…"
+                    row = f"{rel}:{n + 1}: {shown}\n"
+                    if len(found) >= lim.grep_matches or size + len(row) > lim.grep_bytes:
+                        cut = True
+                        break
+                    hit = True
+                    found.append((rel, n + 1, line))
+                    out.append(row)
+                    size += len(row)
+            except TimeoutError:
+                late = (f"timed out after {deadline.seconds:g} s, with {searched:,} of "
+                        f"{len(paths):,} files searched. Narrow the pattern or pass a glob."
+                        if deadline.left() <= 0 else
+                        f"timed out: one search ran past {lim.grep_search_seconds:g} s in {rel}. "
+                        "A pattern with nested repeats, such as (a+)+, can backtrack for ever: "
+                        "rewrite it.")
             files_hit += hit
-            if cut:
+            if cut or late:
                 break
+        if late:
+            rows = f"{len(found)} matches before it stopped:\n" + "".join(out) if found else ""
+            return _answer(late + "\n" + rows, reason=late, timed_out=True, matches=tuple(found))
         notes = []
         if cut:
             notes.append(f"[stopped at {len(found)} matches in {files_hit} files (limit: "
@@ -310,6 +370,101 @@ class Lookup:
         note = f"[{len(entries) - len(shown)} more entries not shown]\n" if cut else ""
         text = head + "".join(r + "\n" for r in rows) + note
         return _answer(text, path=rel, truncated=cut, entries=tuple(shown))
+
+
+class _Searcher:
+    """Which lines of a file a pattern matches, each searched as a line of its own (at most
+    `grep_line_chars_searched` characters of it), within the deadline and the limit of one
+    search (past either, TimeoutError).
+
+    A search with a time limit costs the `regex` module microseconds more than the search
+    itself, so a file is searched whole: its lines (cut at the limit) joined by newlines, in
+    MULTILINE mode, where ^ and $ meet each line's ends as they do in the line alone. A match
+    there names the line it starts on, which is then searched alone (a match in the whole
+    can run on into the next line: the line alone decides), and the search goes on at the
+    next line. A line that matches alone matches at the same place in the whole, so none is
+    missed; unless the pattern looks past a line's ends some other way (`by_line`: \\A, \\Z,
+    look-arounds, a flag turned off), and that one is searched line by line."""
+
+    def __init__(self, rx: regex.Pattern[str], lim: Limits, deadline: Deadline,
+                 by_line: bool) -> None:
+        self.rx, self.deadline, self.by_line = rx, deadline, by_line
+        self.cap, self.most = lim.grep_line_chars_searched, lim.grep_search_seconds
+
+    def _limit(self) -> float:
+        left = self.deadline.left()
+        if left <= 0:
+            raise TimeoutError
+        return min(left, self.most)
+
+    def _one(self, line: str) -> bool:
+        return self.rx.search(line, 0, self.cap, concurrent=True,
+                              timeout=self._limit()) is not None
+
+    def lines(self, lines: list[str]) -> Iterator[int]:
+        """The indexes of the lines that match, in order."""
+        if self.by_line:
+            yield from (n for n, line in enumerate(lines) if self._one(line))
+            return
+        if not lines:
+            return
+        cap = self.cap
+        long = max(map(len, lines)) > cap
+        text = "\n".join(t[:cap] for t in lines) if long else "\n".join(lines)
+        pos = n = 0  # the start of line n
+        while True:
+            m = self.rx.search(text, pos, concurrent=True, timeout=self._limit())
+            if m is None:
+                return
+            n += text.count("\n", pos, m.start())
+            if self._one(lines[n]):
+                yield n
+            end = text.find("\n", m.start())
+            if end < 0:
+                return
+            pos, n = end + 1, n + 1
+
+
+# what lets a pattern tell a line alone from a line among others, besides ^ and $ (see
+# _Searcher): an anchor of the whole string, a look-around, a flag turned off
+_BY_LINE = re.compile(r"\\[AZGz]|\(\?<?[=!]|\(\?[a-zA-Z]*-")
+_COUNT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
+
+
+def _by_line(pattern: str) -> bool:
+    return _BY_LINE.search(pattern) is not None
+
+
+def _repeats(pattern: str) -> int:
+    """The largest product of nested counted repeats (`{n}`, `{m,n}`) in `pattern`: what
+    the `regex` module spells out when it compiles, which no time limit stops."""
+    stack = [1]  # the largest product inside each open group
+    last = 1  # what a count here repeats: one item (1) or the group just closed
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "{" and (m := _COUNT.match(pattern, i)) and any(m.groups()):
+            last *= max(int(g) for g in m.groups() if g) or 1
+            stack[-1] = max(stack[-1], last)
+            i = m.end()
+            continue
+        if c == ")" and len(stack) > 1:
+            last = stack.pop()
+            stack[-1] = max(stack[-1], last)
+            i += 1
+            continue
+        if c == "(":
+            stack.append(1)
+        elif c == "\\":
+            i += 1
+        elif c == "[":  # a class: its braces and parentheses are characters
+            i += 2 if pattern[i + 1:i + 2] == "^" else 1
+            i += pattern[i:i + 1] == "]"
+            while i < len(pattern) and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        last = 1
+        i += 1
+    return max(stack)
 
 
 def _size(n: int) -> str:

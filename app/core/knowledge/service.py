@@ -14,7 +14,9 @@ change (the earlier item stays, same bytes), else a new item at the end: what ch
 Look-ups (`answer`): each call runs in a thread against the working tree (lookup.py), its
 card goes on the turn (a ToolCall of kind "lookup", the conversation's one-line card), and
 its tokens count against the turn's `tool_tokens`; past that, or past `tool_rounds` rounds,
-the model is told to answer with what it has.
+the model is told to answer with what it has. Each has `lookup_seconds`: one still running
+then is answered "timed out" (and stops itself: lookup.py), one that raised is answered that
+it failed, so no call is left unanswered and the turn goes on; Esc stops it with the turn.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from app.core.disk.snapshot import Snapshot
 from app.core.events import LookupCall, ToolCall, ToolRound, ToolsRefused
 from app.core.knowledge import tools
 from app.core.knowledge.builder import MapBuilder
-from app.core.knowledge.lookup import Lookup
+from app.core.knowledge.lookup import Deadline, Lookup
 from app.core.knowledge.render import MapStatus
 from app.core.knowledge.secret_files import secret_name
 from app.core.provider import Provider
@@ -67,6 +69,10 @@ class Policy:
     tools: bool = True
     tool_rounds: int = 6  # look-up rounds per turn
     tool_tokens: int = 16_000  # tokens of look-up answers per turn
+    # one look-up's time: a grep stops itself at it (lookup.py); any look-up still running
+    # `lookup_grace` later is answered "timed out" all the same, and the turn goes on
+    lookup_seconds: float = 5.0
+    lookup_grace: float = 1.0
 
 
 class Knowledge:
@@ -248,8 +254,12 @@ class Knowledge:
                                        "is spent", "lookup", "failed")
         else:
             turn.tools[cid] = ToolCall(cid, f"{ev.name} …", "lookup", "in_progress")
-            done = await asyncio.to_thread(tools.run, self.lookup, ev.name, ev.arguments,
-                                           user_added=user_added)
+            try:
+                done = await self._run(ev, user_added)
+            except asyncio.CancelledError:  # the turn was stopped: so was the look-up
+                turn.tools[cid] = ToolCall(cid, f"{ev.name} · stopped with the turn", "lookup",
+                                           "failed")
+                raise
             spent.tokens += done.tokens
             text = done.text
             turn.tools[cid] = ToolCall(cid, done.card, "lookup",
@@ -257,3 +267,21 @@ class Knowledge:
         if not ev.reply.done():
             ev.reply.set_result(text)
 
+    async def _run(self, ev: LookupCall, user_added: tuple[str, ...]) -> tools.Done:
+        """One look-up in a thread, within its time. A thread cannot be stopped, so the
+        work stops itself at the deadline, also when the turn is stopped (Esc cancels
+        this); a look-up that raised is answered too: a call left unanswered would keep
+        the model's stream waiting for ever."""
+        seconds = self.policy.lookup_seconds
+        deadline = Deadline(seconds)
+        try:
+            return await asyncio.wait_for(
+                asyncio.to_thread(tools.run, self.lookup, ev.name, ev.arguments,
+                                  user_added=user_added, deadline=deadline),
+                seconds + self.policy.lookup_grace)
+        except TimeoutError:
+            return tools.timed_out(ev.name, seconds)
+        except Exception as exc:  # (a bug, or the disk: the model is told, the turn goes on)
+            return tools.failed(ev.name, exc)
+        finally:
+            deadline.stop()

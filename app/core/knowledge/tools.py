@@ -16,7 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from app.core.knowledge.lookup import Answer, Lookup
+from app.core.knowledge.lookup import Answer, Deadline, Lookup
 from app.core.knowledge.render import estimate_tokens
 
 SPECS: list[dict[str, Any]] = [
@@ -81,9 +81,10 @@ def _int(v: object) -> int | None:
     return None
 
 
-def run(lookup: Lookup, name: str, raw: str, *, user_added: Collection[str] = ()) -> Done:
+def run(lookup: Lookup, name: str, raw: str, *, user_added: Collection[str] = (),
+        deadline: Deadline | None = None) -> Done:
     """Answer one call (blocking: disk and git; a caller on an event loop runs it in a
-    thread)."""
+    thread). A grep stops at `deadline` (a read or a list is bounded by its limits)."""
     args = _args(raw)
     if isinstance(args, str):
         return _failed(name, args)
@@ -103,9 +104,10 @@ def run(lookup: Lookup, name: str, raw: str, *, user_added: Collection[str] = ()
         if not isinstance(pattern, str) or not pattern:
             return _failed(name, "grep needs a pattern")
         glob = args.get("glob") if isinstance(args.get("glob"), str) else None
-        ans = lookup.grep(pattern, glob or None, user_added=user_added)
+        ans = lookup.grep(pattern, glob or None, user_added=user_added, deadline=deadline)
         where = f" in {glob}" if glob else ""
-        return _done("grep", f"{pattern!r}{where} · {len(ans.matches)} matches", ans)
+        count = "" if ans.timed_out else f" · {len(ans.matches)} matches"
+        return _done("grep", f"{pattern!r}{where}{count}", ans)
     if name == "list":
         folder = args.get("path", "")
         if not isinstance(folder, str):
@@ -123,6 +125,11 @@ def _added(lookup: Lookup, path: str, user_added: Collection[str]) -> bool:
         return False
 
 
+def _cut(what: str) -> str:
+    """A path or a pattern on a card: one of thousands of characters would hide the rest."""
+    return what if len(what) <= 100 else what[:99] + "…"
+
+
 def _line(card: str) -> str:
     """A card is one line, whatever a model put in a path (the screen's boundary shows the
     rest of what it holds: app/view/outside_text.py)."""
@@ -130,13 +137,29 @@ def _line(card: str) -> str:
 
 
 def _done(verb: str, what: str, ans: Answer) -> Done:
+    if ans.timed_out:  # "timed out after 5 s, with 40 of 900 files searched"
+        first = re.split(r"\.(?:\s|$)", ans.reason or "timed out")[0]
+        return Done(ans.text, ans.tokens, _line(f"{verb} {_cut(what)} · {first}"), False)
     if not ans.ok:
         reason = ans.reason or ""
         reason = re.split(r"\.(?:\s|$)", reason.split(": ", 1)[-1])[0]  # its first clause
-        return Done(ans.text, ans.tokens, _line(f"{verb} {ans.path or what} · refused: {reason}"),
-                    False)
+        return Done(ans.text, ans.tokens,
+                    _line(f"{verb} {_cut(ans.path or what)} · refused: {reason}"), False)
     cut = " (cut)" if ans.truncated else ""
     return Done(ans.text, ans.tokens, _line(f"{verb} {what}{cut} · {tok(ans.tokens)}"), True)
+
+
+def timed_out(name: str, seconds: float) -> Done:
+    """The answer for a look-up that was still running when its time was up."""
+    text = (f"timed out after {seconds:g} s. Narrow the pattern or the path, or read fewer "
+            "lines.")
+    return Done(text, estimate_tokens(text), _line(f"{name or '?'} · timed out after "
+                                                   f"{seconds:g} s"), False)
+
+
+def failed(name: str, exc: BaseException) -> Done:
+    """The answer for a look-up that broke: the model is told, and the turn goes on."""
+    return _failed(name, f"the look-up failed ({type(exc).__name__}: {exc})")
 
 
 def _failed(name: str, why: str) -> Done:

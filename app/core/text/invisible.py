@@ -1,26 +1,108 @@
-"""Characters that do something other than show themselves: terminal controls (C0, DEL, C1),
-bidirectional overrides and isolates (the "Trojan Source" attack, CVE-2021-42574), and
-zero-width or separator characters. A terminal obeys the first kind, and the others make
-code read differently from what it does.
+"""Characters that do something other than show themselves, by Unicode's own properties:
+terminal controls (Cc: C0, DEL, C1), the format characters (Cf: bidirectional overrides and
+isolates, the "Trojan Source" attack, CVE-2021-42574; zero-width characters; tags), the
+line and paragraph separators (Zl, Zp), and every Default_Ignorable_Code_Point: what a
+renderer draws as nothing, like the Hangul fillers (U+3164, U+115F, U+FFA0), the combining
+grapheme joiner (U+034F) and the Khmer inherent vowels (U+17B4-17B5), which are letters or
+marks to a parser, so an identifier can hold one unseen. A terminal obeys the first kind,
+and the others make code read differently from what it does.
+
+The set is taken from Unicode's data, never typed here: Python's unicodedata has no
+Default_Ignorable_Code_Point, so the `regex` module (which carries the property tables)
+scans the code points once at import into one regex class (`CLASS`), and the hot path stays
+one `re` search. Tests check it against a list typed from the standard's own files
+(tests/test_invisible_set.py), so a new Unicode that brings a new invisible character says so.
+
+Variation selectors are default-ignorable and flagged: they select nothing in code, they can
+make two identifiers that look the same (`a` and `a` + U+FE00 are different names to Python),
+and a run of them carries hidden bytes (U+FE00-FE0F and U+E0100-E01EF spell one byte each).
+The exception is U+FE0E/FE0F, the text and emoji presentation selectors, right after a
+character that is neither ASCII nor hidden: that is an emoji or a symbol ("⚠️" is U+26A0
+U+FE0F), common and harmless in strings, comments and docs, and flagging it would stop
+`--accept all` on every answer with a warning sign in it. The view drops such a selector
+(terminals disagree on the width it asks for); one anywhere else (after a letter or a digit,
+after another selector, at the start) is hidden like the rest, flagged and shown as an escape.
 
 The engine needs to know them to flag a hunk that adds them (as it flags a large deletion);
 the view (app/view/outside_text.py) draws each as a visible escape. Tab and newline are not
-in the set: they are layout, and every view expands or breaks on them.
+in the set: they are layout, and every view expands or breaks on them. Nor is a BOM that
+starts a file: textfile.py takes it off as the encoding mark it is (anywhere else U+FEFF is
+a zero-width no-break space, and hidden).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 
-# as a regex class: C0 but tab and newline; DEL and C1; the bidi marks, embeddings,
-# overrides and isolates; zero-width characters, line/paragraph separators, the BOM
-# (anywhere but a file's first byte, which textfile.py strips), interlinear annotations, and
-# the tag characters (U+E0000-E007F: invisible letters that can carry a hidden text)
-CLASS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
-         "\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f")
-HIDDEN = re.compile(f"[{CLASS}]")
-BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+import regex
+
+# the properties, as the `regex` module names them: default-ignorable, format, the bidi
+# controls (all Cf today; named so that one that is not would still count), controls, and
+# the line and paragraph separators
+PROPERTIES = ("Default_Ignorable_Code_Point", "Cf", "Bidi_Control", "Cc", "Zl", "Zp")
+# every code point with one of them lies in the BMP, plane 1 or plane 14 (planes 2-3 hold
+# CJK ideographs, 4-13 nothing yet, 15-16 private use); tests/test_invisible_set.py scans all
+# seventeen to keep that true. Three planes cost a few milliseconds at import, seventeen 50.
+PLANES = (0, 1, 14)
+LAYOUT = "\t\n"
+SELECTORS = "\ufe0e\ufe0f"  # text and emoji presentation
+
+_LOW = bytes(range(256)) * 256
+_HIGH = bytes(b for b in range(256) for _ in range(256))
+
+
+def _plane(n: int) -> str:
+    """Every code point of plane `n`, in order, as one string (lone surrogates included),
+    built as UTF-32 bytes: a join of 65,536 chr() calls costs ten times more."""
+    raw = bytearray(0x40000)
+    raw[0::4], raw[1::4], raw[2::4] = _LOW, _HIGH, bytes([n]) * 0x10000
+    return raw.decode("utf-32-le", "surrogatepass")
+
+
+def code_points(planes: Iterable[int] = PLANES) -> dict[str, set[int]]:
+    """The code points of `planes` that have each of PROPERTIES (Unicode's data, through
+    the `regex` module). One property a scan: a class of all six costs ten times as much."""
+    found: dict[str, set[int]] = {prop: set() for prop in PROPERTIES}
+    for n in planes:
+        text, base = _plane(n), n << 16
+        for prop, points in found.items():
+            for m in regex.finditer(rf"\p{{{prop}}}+", text):
+                points.update(range(base + m.start(), base + m.end()))
+    return found
+
+
+def _as_class(points: Iterable[int]) -> str:
+    """Code points as the inside of a regex class of ranges, escaped (\\U0000200b-...)."""
+    out: list[str] = []
+    run: list[int] = []
+    for cp in sorted(points):
+        if run and cp == run[1] + 1:
+            run[1] = cp
+            continue
+        if run:
+            out.append(_span(*run))
+        run = [cp, cp]
+    if run:
+        out.append(_span(*run))
+    return "".join(out)
+
+
+def _span(a: int, b: int) -> str:
+    return f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}"
+
+
+_FOUND = code_points()
+POINTS = frozenset(set().union(*_FOUND.values()) - {ord(c) for c in LAYOUT + SELECTORS})
+# as a regex class: the hidden characters but the presentation selectors (the view handles
+# those: outside_text.py); app/view/outside_text.py builds its escapes on it
+CLASS = _as_class(POINTS)
+# a hidden character, or a presentation selector that does not follow a visible non-ASCII
+# character (the lookbehind runs only where the class matched: clean text costs one search)
+HIDDEN = re.compile(f"[{CLASS}{SELECTORS}](?<![^\\x00-\\x7f{CLASS}{SELECTORS}][{SELECTORS}])")
+BIDI = frozenset(chr(cp) for cp in _FOUND["Bidi_Control"])
+del _FOUND
 
 
 def code_point(ch: str) -> str:
