@@ -1,5 +1,6 @@
-"""The working tree: which paths an edit may touch, reading them, and changing them without
-ever overwriting something steer has not seen.
+"""The working tree: which paths an edit may touch (the name's own rules in paths.py, the
+file system's here), reading them, and changing them without ever overwriting something
+steer has not seen.
 
 A file is known by its real path inside the workspace (`check_path` resolves symlinks), so
 two names for one file share one pending diff. Every change steer makes goes through `swap`,
@@ -33,21 +34,17 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from app.core.disk.git_dirs import git_dir_of, is_git_dir
-from app.core.disk.path_limits import too_long
+from app.core.disk.paths import PathRefused, normalize
 from app.core.disk.rename import RENAME_EXCHANGE, RENAME_NOREPLACE, UNSUPPORTED, rename2
 from app.core.disk.rename import available as rename_available
 from app.core.disk.repo_lock import LOCK_TIMEOUT, RepoLock
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.state_home import ensure, state_home
 from app.core.faults import stop_point
-from app.core.text.names import odd, unescape
+from app.core.text.names import odd
 from app.core.text.textfile import NotText, decode, digest
 
 TMP_SUFFIX = ".steer-tmp"
-
-
-class PathRefused(ValueError):
-    """An edit aimed somewhere steer must not write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,44 +119,10 @@ class Workspace:
         self._in_git_dir = any(is_git_dir(p) for p in self.root.parents)
 
     # -- paths ---------------------------------------------------------------------------
-    def _normalize(self, raw: str) -> str:
-        """`raw` as a workspace-relative POSIX path, refusing what can never be one."""
-        p = raw.strip().strip("`'\"").strip()
-        if not p or "\0" in p:
-            raise PathRefused(f"refused an edit with an empty or invalid file name {raw!r}")
-        if p.startswith(("/", "~")) or (len(p) > 1 and p[1] == ":") or \
-                (p.startswith("\\") and unescape(p) is None):  # \\src\\a.py, not \\udce9.py
-            raise PathRefused(f"refused {p}: absolute paths are outside the workspace")
-        # a name the model copied from the map or a look-up, where one that is not plain text
-        # is carried escaped (app/core/text/names.py): the exact name it stands for. (Messages
-        # quote names raw: the screen's boundary and the request's escape them.)
-        shown, name = p, unescape(p)
-        if name is None:
-            raise PathRefused(f"refused {shown}: a backslash in a file name starts no escape "
-                              "steer writes (\\xe9, \\udce9, \\n, \\\\); paths use /")
-        p = name
-        if not p or "\0" in p:
-            raise PathRefused(f"refused {shown}: an empty or invalid file name")
-        try:
-            os.fsencode(p)
-        except UnicodeEncodeError:
-            raise PathRefused(f"refused {shown}: a file name that is not valid text "
-                              "(a surrogate no file name on this system holds)") from None
-        if why := too_long(p):
-            raise PathRefused(why)
-        parts = [s for s in PurePosixPath(p).parts if s != "."]
-        if not parts:
-            raise PathRefused(f"refused {p}: not a file")
-        if ".." in parts:
-            raise PathRefused(f"refused {p}: '..' leads outside the workspace")
-        if any(s.lower() == ".git" for s in parts):
-            raise PathRefused(f"refused {p}: steer never writes inside .git/")
-        return "/".join(parts)
-
     def check_path(self, raw: str) -> str:
         """The file's real path relative to the workspace (symlinks inside it resolved, so one
         file has one name), or PathRefused saying why steer must not touch it."""
-        rel = self._normalize(raw)
+        rel = normalize(raw)
         full = os.path.realpath(self.root / rel)
         if os.path.commonpath([full, self.root]) != str(self.root):
             raise PathRefused(f"refused {rel}: a symlink leads outside the workspace")
@@ -225,7 +188,7 @@ class Workspace:
 
     def _link_name(self, raw: str) -> str | None:
         """The symlink's own real location when `raw` names a symlink, else None."""
-        logical = self._normalize(raw)
+        logical = normalize(raw)
         parent, name = os.path.split(logical)
         real_parent = os.path.realpath(self.root / parent)
         if not (self.root / logical).is_symlink() or \

@@ -11,7 +11,7 @@ cut, and carries its token estimate so the caller can budget the conversation.
 Every method blocks (disk, and `git check-ignore` in a repository): a caller on an event
 loop runs it in a thread, and a thread cannot be stopped from outside, so the work stops
 itself. Paths have a length and a depth limit before any file-system call
-(app/core/disk/path_limits.py). `grep` takes a model's regular expression, which can
+(app/core/disk/paths.py). `grep` takes a model's regular expression, which can
 backtrack for ever (`(a+)+$` over a long line of a's): it runs in the `regex` module,
 which lets go of the GIL while it matches (Python's `re` holds it, and the event loop that
 started the thread starves) and stops a search at a time limit. Each search may take
@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 
 import regex
 
-from app.core.disk.path_limits import too_long
+from app.core.disk.paths import too_long
 from app.core.disk.workspace import PathRefused, Workspace
 from app.core.git.files import list_files
 from app.core.git.repository import GitRepo
