@@ -13,8 +13,8 @@ from file-change events, cached on disk, and never waited for.
 `current` renders from the last published `Index` (immutable; swapped in by reference), so it
 takes no lock and waits for nothing: before the first index with tags exists it answers with
 the files' paths (git ls-files) ranked by the names in the instruction. The thread lists the
-files, loads the cache (cache.py), parses what the cache lacks in worker processes (the parser
-holds the GIL; see tags.py), publishes the full map, then serves `update` batches: it re-reads
+files, loads the cache (cache.py), parses what the cache lacks (first_build.py: in worker
+processes, since the parser holds the GIL, see tags.py), publishes the full map, then serves `update` batches: it re-reads
 only the named files, publishes the change in milliseconds and recomputes the global rank a
 moment later, off the update path.
 """
@@ -32,9 +32,9 @@ from pathlib import Path
 
 from app.core.git.files import SKIP_DIRS, list_files
 from app.core.git.repository import GitRepo
-from app.core.knowledge import workers
 from app.core.knowledge.cache import Cached, TagCache, cache_dir
 from app.core.knowledge.delta import ADDED, CHANGED, DELETED, MapDelta, net, render_delta
+from app.core.knowledge.first_build import ONE_SHOT_IN_THREAD, estimate, parse, reuse, sizes
 from app.core.knowledge.index import Entry, Index, Row
 from app.core.knowledge.rank import PathIndex, rank
 from app.core.knowledge.render import DEFAULT_BUDGET, MapStatus, RepoMap, render, render_paths
@@ -44,22 +44,11 @@ from app.core.knowledge.tags import (
     Tags,
     content_key,
     extract,
-    read_and_extract,
     read_file,
 )
+from app.core.knowledge.tree_changes import differing, expand
 from app.core.knowledge.word_search import WordSearch
 
-CHUNK = 64  # files per task handed to a worker process (the progress moves per chunk)
-CHUNK_BYTES = 256 << 10  # ... or fewer, when they are big
-IN_THREAD = 256  # fewer files than this to parse: no worker processes
-# What a parse in this thread costs, measured on the standard library with the other core
-# busy (1.3-1.4 MB/s, ~0.15 ms a file however small), rounded down: `estimate` is the
-# seconds a build's parse would take, to decide whether a one-shot caller waits for it.
-PARSE_RATE = 1.0e6  # bytes a second
-PER_FILE = 0.3e-3  # seconds
-# A one-shot caller (`steer run`: no screen to keep free) parses in its own thread when that
-# takes at most this long: worker processes cost about a second to start.
-ONE_SHOT_IN_THREAD = 1.2
 HISTORY = 512  # versions whose changes `changes_since` can still name
 RESCAN = "\0rescan"  # a queued update meaning "compare the whole tree"
 
@@ -81,41 +70,6 @@ class _Ranked:
     snapshot: Index
     rank: dict[str, float] | None
     rows: dict[str, Row] | None
-
-
-def _sized(root: str, todo: list[str]) -> list[tuple[int, str]]:
-    """(bytes to parse, path) of each file (0 for one too big to be parsed)."""
-    sized = []
-    for rel in todo:
-        try:
-            size = os.stat(os.path.join(root, rel), follow_symlinks=False).st_size
-        except OSError:
-            size = 0
-        sized.append((size if size <= MAX_PARSE_BYTES else 0, rel))  # too big: not parsed
-    return sized
-
-
-def estimate(sized: list[tuple[int, str]]) -> float:
-    """Seconds a parse of these files in one thread takes (PARSE_RATE, PER_FILE)."""
-    return sum(n for n, _ in sized) / PARSE_RATE + len(sized) * PER_FILE
-
-
-def _chunks(sized: list[tuple[int, str]]) -> list[list[str]]:
-    """The files in tasks for the workers, the biggest first (so the last tasks are small
-    and the workers finish together), each at most CHUNK files or CHUNK_BYTES."""
-    sized = sorted(sized, key=lambda x: (-x[0], x[1]))
-    chunks: list[list[str]] = []
-    chunk: list[str] = []
-    held = 0
-    for size, rel in sized:
-        chunk.append(rel)
-        held += size
-        if len(chunk) >= CHUNK or held >= CHUNK_BYTES:
-            chunks.append(chunk)
-            chunk, held = [], 0
-    if chunk:
-        chunks.append(chunk)
-    return chunks
 
 
 class MapBuilder:
@@ -339,8 +293,8 @@ class MapBuilder:
         cached = self.cache.load() if self.cache else Cached()
         t2 = time.perf_counter()
         self.timings["cache_load"] = t2 - t1
-        entries, todo = self._reuse(paths, cached)
-        sized = _sized(str(self.root), todo)
+        entries, todo = reuse(str(self.root), paths, cached)
+        sized = sizes(str(self.root), todo)
         self.to_parse, self.parse_estimate = len(todo), estimate(sized)
         self._sorted.set()
         self._done = len(entries)
@@ -381,43 +335,13 @@ class MapBuilder:
         with self._cond:
             self._ranking = not self.one_shot  # _serve starts the rank thread at once
 
-    def _reuse(self, paths: list[str], cached: Cached) -> tuple[dict[str, Entry], list[str]]:
-        """Entries the cache vouches for (same stat as recorded), and the paths to read."""
-        entries: dict[str, Entry] = {}
-        todo = []
-        root = str(self.root)
-        for rel in paths:
-            hit = cached.stats.get(rel)
-            if hit is not None:
-                try:
-                    st = os.stat(os.path.join(root, rel), follow_symlinks=False)
-                except OSError:
-                    st = None
-                if st is not None and (st.st_mtime_ns, st.st_size, st.st_ino) == hit[1] \
-                        and hit[0] in cached.tags:
-                    entries[rel] = (hit[0], hit[1], cached.tags[hit[0]])
-                    continue
-            todo.append(rel)
-        return entries, todo
-
     def _parse(self, sized: list[tuple[int, str]], known: frozenset[str]) -> list[Parsed]:
-        root = str(self.root)
-        chunks = _chunks(sized)
-
         def progress(n: int) -> None:
             self._done += n
 
         here = self.one_shot and self.parse_estimate <= ONE_SHOT_IN_THREAD
-        if len(sized) >= IN_THREAD and self.workers >= 1 and not here:
-            return workers.parse(root, chunks, known, self.workers, progress, self._stop,
-                                 self.nice)
-        out: list[Parsed] = []
-        for chunk in chunks:
-            if self._stop.is_set():
-                break
-            out.extend(read_and_extract(root, chunk, known))
-            progress(len(chunk))
-        return out
+        return parse(str(self.root), sized, known, workers=0 if here else self.workers,
+                     progress=progress, stop=self._stop, nice=self.nice)
 
     def _serve(self, rank_due: float | None = None) -> None:
         ranker: threading.Thread | None = None
@@ -514,58 +438,13 @@ class MapBuilder:
         self._publish(current.with_rank(done.rank, rows), complete=True)
         return True
 
-    def _expand(self, paths: set[str], index: Index) -> set[str]:
-        """Folders among `paths` (moved in, moved away, deleted) as the files in them."""
-        out = set()
-        known_folders: set[str] | None = None
-        for rel in paths:
-            if rel in index.files:
-                out.add(rel)
-                continue
-            full = self.root / rel
-            if full.is_dir() and not full.is_symlink():
-                for dirpath, dirs, names in os.walk(full):
-                    dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-                    base = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
-                    out.update(f"{base}/{n}" for n in names)
-                continue
-            out.add(rel)
-            if full.exists():
-                continue
-            if known_folders is None:  # every folder holding a known file, and its parents
-                known_folders = set()
-                for d in index.folders:
-                    while d and d not in known_folders:
-                        known_folders.add(d)
-                        d = d.rpartition("/")[0]
-            if rel in known_folders:  # a folder that went away: its files did too
-                out.update(p for p in index.files if p.startswith(rel + "/"))
-        return out
-
-    def _rescan(self) -> set[str]:
-        """Every path whose presence or stat differs from the index (after a branch switch or
-        anything the watcher may have missed)."""
-        index = self._published.index
-        listed = set(self._lister(self.root))
-        root = str(self.root)
-        out = set(index.files) ^ listed
-        for rel in listed & set(index.files):
-            try:
-                st = os.stat(os.path.join(root, rel), follow_symlinks=False)
-            except OSError:
-                out.add(rel)
-                continue
-            if (st.st_mtime_ns, st.st_size, st.st_ino) != index.files[rel][1]:
-                out.add(rel)
-        return out
-
     def _apply(self, paths: set[str]) -> bool:
         """Re-read `paths`, publish the change; False when nothing changed."""
         index = self._published.index
         root = str(self.root)
         if RESCAN in paths:
-            paths = (paths - {RESCAN}) | self._rescan()
-        paths = self._expand(paths, index)
+            paths = (paths - {RESCAN}) | differing(self.root, index, self._lister(self.root))
+        paths = expand(self.root, paths, index)
         new = sorted(p for p in paths if p not in index.files)
         ignored = self._ignored(new) if new else set()
         updates: dict[str, Entry | None] = {}
