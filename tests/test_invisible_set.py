@@ -25,7 +25,15 @@ def test_the_set_is_unicodes_default_ignorable_format_control_and_separators():
     assert {ord(c) for c in invisible.BIDI} == BIDI_CONTROL
 
 
-def test_no_such_character_lies_outside_the_planes_scanned_at_import():
+def test_the_table_steer_reads_is_what_the_regex_module_derives_now():
+    """invisible_table.py is written by `python -m app.bench.unicode_table`; after a `regex`
+    upgrade (a new Unicode) this says to write it again."""
+    from app.bench.unicode_table import TABLE, render
+
+    assert TABLE.read_text() == render(), "run python -m app.bench.unicode_table"
+
+
+def test_no_such_character_lies_outside_the_planes_scanned():
     everywhere = set().union(*code_points(range(17)).values())
     assert everywhere == set().union(*code_points().values())
 

@@ -33,8 +33,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-import regex
+from typing import TYPE_CHECKING
 
 from app.core.disk.paths import too_long
 from app.core.disk.workspace import PathRefused, Workspace
@@ -43,6 +42,9 @@ from app.core.git.repository import GitRepo
 from app.core.knowledge.render import estimate_tokens
 from app.core.knowledge.secret_files import SECRET_NAMES, holds_key, refusal, secret_name
 from app.core.text.textfile import NotText, decode
+
+if TYPE_CHECKING:
+    import regex
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,8 @@ class Lookup:
         if (n := _repeats(pattern)) > lim.grep_repeats:
             return _refused(f"refused the pattern {pattern[:80]!r}: its counted repeats multiply "
                             f"to {n:,} (at most {lim.grep_repeats:,}); use + or * instead")
+        import regex  # here: its import costs every launch ~20 ms, and most runs never grep
+
         try:
             rx = regex.compile(pattern, regex.MULTILINE)
         except (regex.error, RecursionError, OverflowError, ValueError) as exc:

@@ -9,9 +9,12 @@ and the others make code read differently from what it does.
 
 The set is taken from Unicode's data, never typed here: Python's unicodedata has no
 Default_Ignorable_Code_Point, so the `regex` module (which carries the property tables)
-scans the code points once at import into one regex class (`CLASS`), and the hot path stays
-one `re` search. Tests check it against a list typed from the standard's own files
-(tests/test_invisible_set.py), so a new Unicode that brings a new invisible character says so.
+scans the code points (`code_points`) and `python -m app.bench.unicode_table` writes them,
+as ranges, to invisible_table.py, which steer reads at import (importing `regex` and
+scanning costs a launch ~50 ms; the table, nothing). The hot path stays one `re` search on
+one class (`CLASS`). Tests check the table against what `regex` derives now, and both
+against a list typed from the standard's own files (tests/test_invisible_set.py), so a new
+Unicode that brings a new invisible character says so.
 
 Variation selectors are default-ignorable and flagged: they select nothing in code, they can
 make two identifiers that look the same (`a` and `a` + U+FE00 are different names to Python),
@@ -36,7 +39,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-import regex
+from app.core.text import invisible_table
 
 # the properties, as the `regex` module names them: default-ignorable, format, the bidi
 # controls (all Cf today; named so that one that is not would still count), controls, and
@@ -49,21 +52,20 @@ PLANES = (0, 1, 14)
 LAYOUT = "\t\n"
 SELECTORS = "\ufe0e\ufe0f"  # text and emoji presentation
 
-_LOW = bytes(range(256)) * 256
-_HIGH = bytes(b for b in range(256) for _ in range(256))
-
-
 def _plane(n: int) -> str:
     """Every code point of plane `n`, in order, as one string (lone surrogates included),
     built as UTF-32 bytes: a join of 65,536 chr() calls costs ten times more."""
+    low, high = bytes(range(256)) * 256, bytes(b for b in range(256) for _ in range(256))
     raw = bytearray(0x40000)
-    raw[0::4], raw[1::4], raw[2::4] = _LOW, _HIGH, bytes([n]) * 0x10000
+    raw[0::4], raw[1::4], raw[2::4] = low, high, bytes([n]) * 0x10000
     return raw.decode("utf-32-le", "surrogatepass")
 
 
 def code_points(planes: Iterable[int] = PLANES) -> dict[str, set[int]]:
     """The code points of `planes` that have each of PROPERTIES (Unicode's data, through
     the `regex` module). One property a scan: a class of all six costs ten times as much."""
+    import regex
+
     found: dict[str, set[int]] = {prop: set() for prop in PROPERTIES}
     for n in planes:
         text, base = _plane(n), n << 16
@@ -93,16 +95,29 @@ def _span(a: int, b: int) -> str:
     return f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}"
 
 
-_FOUND = code_points()
-POINTS = frozenset(set().union(*_FOUND.values()) - {ord(c) for c in LAYOUT + SELECTORS})
+def ranges(points: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """Code points as sorted, inclusive (first, last) runs."""
+    out: list[list[int]] = []
+    for cp in sorted(points):
+        if out and cp == out[-1][1] + 1:
+            out[-1][1] = cp
+        else:
+            out.append([cp, cp])
+    return tuple((a, b) for a, b in out)
+
+
+def _points(runs: Iterable[tuple[int, int]]) -> frozenset[int]:
+    return frozenset(cp for a, b in runs for cp in range(a, b + 1))
+
+
+POINTS = _points(invisible_table.HIDDEN) - {ord(c) for c in LAYOUT + SELECTORS}
 # as a regex class: the hidden characters but the presentation selectors (the view handles
 # those: outside_text.py); app/view/outside_text.py builds its escapes on it
 CLASS = _as_class(POINTS)
 # a hidden character, or a presentation selector that does not follow a visible non-ASCII
 # character (the lookbehind runs only where the class matched: clean text costs one search)
 HIDDEN = re.compile(f"[{CLASS}{SELECTORS}](?<![^\\x00-\\x7f{CLASS}{SELECTORS}][{SELECTORS}])")
-BIDI = frozenset(chr(cp) for cp in _FOUND["Bidi_Control"])
-del _FOUND
+BIDI = frozenset(chr(cp) for cp in _points(invisible_table.BIDI))
 
 
 def code_point(ch: str) -> str:
