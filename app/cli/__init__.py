@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from importlib import import_module
 
-from app.cli.common import EXIT_OK, SHOWN, masked_output, shown_on_terminals
+from app import launch_gc
 
 # sub-command -> (module, function), imported when used: `steer run` never loads Textual
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,7 +24,19 @@ def command(name: str) -> Callable[[list[str]], int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    launch_gc.begin()  # until the start-up is over (app/launch_gc.py)
+    try:
+        return _main(argv)
+    finally:
+        launch_gc.launched()  # (a command that did not say so: at its end)
+
+
+def _main(argv: list[str] | None) -> int:
+    from app.cli.common import EXIT_OK, SHOWN, masked_output, shown_on_terminals
+
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS and argv[0] != "run":
+        launch_gc.launched()  # only `steer run` and the app say when their start-up is over
     if argv and argv[0] in COMMANDS:
         with masked_output():  # under the boundary for outside text: steer's own sequences
             if argv[0] in SHOWN:  # (the live status) are masked too

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from app import launch_gc
 from app.cli.accepting import accept_all, left_open, report_accept
 from app.cli.common import (
     EXIT_EDITS,
@@ -140,6 +141,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
 
         await provider.aclose()
         await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE, args.instruction)
+        launch_gc.launched()
         return await run_variants(args, ws, settings, held, state)
     session = None
     try:
@@ -169,6 +171,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         if not args.no_save:
             _open_session(session, args.resume)
             live.sync.take()  # what a resumed session said before is not this run's output
+        launch_gc.launched()  # everything the request needs is built (app/launch_gc.py)
         session.start(args.instruction)
     except (ContextError, SessionError) as exc:
         print(f"steer: {exc}", file=sys.stderr)

@@ -22,6 +22,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Header, Input
 
+from app import launch_gc
 from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
 from app.core.variants.group import Variants
@@ -114,6 +115,7 @@ class MainScreen(KeysScreen):
         self.set_interval(IDLE_TICK, self.frame)
         self.frame(force_status=True)
         gc.freeze()  # what start-up built stays: keep it out of every later collection
+        launch_gc.launched()  # (and steer's launch kept the collector off until now)
         if self.session.provider.capabilities.warm_up:  # the model loads while you type
             self.run_worker(self.session.provider.warm(), group="warm")
 
