@@ -250,3 +250,19 @@ async def test_the_embedded_model_failing_on_a_prompt_is_reported_on_both_protoc
 
 async def _all(it) -> list:
     return [ev async for ev in it]
+
+
+def test_the_look_ups_name_odd_files_as_they_are_carried_and_read_them_by_that_name(tmp_path):
+    from app.core.knowledge.lookup import Lookup
+
+    root = _tree(tmp_path)
+    with Lookup(root) as look:
+        listed = look.list("")
+        found = look.grep(r"x = 1")
+        for raw, shown in CARRIED.items():
+            assert f"{shown} (6 B)" in listed.text.splitlines()
+            assert f"{shown}:1: x = 1" in found.text.splitlines()
+            got = look.read(shown)
+            assert got.ok and got.lines == ("x = 1",) and got.text.startswith(f"{shown} lines 1-1")
+        for text in (listed.text, found.text):
+            text.encode("utf-8")

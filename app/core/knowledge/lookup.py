@@ -41,6 +41,7 @@ from app.core.git.files import list_files
 from app.core.git.repository import GitRepo
 from app.core.knowledge.render import estimate_tokens
 from app.core.knowledge.secret_files import SECRET_NAMES, holds_key, refusal, secret_name
+from app.core.text.names import carried
 from app.core.text.textfile import NotText, decode
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ class Lookup:
             out.append(line)
         shown_last = first + len(out) - 1
         body = "".join(f"{first + k}: {line}\n" for k, line in enumerate(out))
-        head = f"{rel} lines {first}-{shown_last} of {total}:\n"
+        head = f"{carried(rel)} lines {first}-{shown_last} of {total}:\n"
         cut = shown_last < last
         note = (f"[cut at line {shown_last} (limit: {lim.read_lines} lines or "
                 f"{lim.read_bytes:,} bytes); read on with start={shown_last + 1}]\n") if cut else ""
@@ -291,7 +292,7 @@ class Lookup:
                 for n in search.lines(lines):
                     line = lines[n]
                     shown = line if len(line) <= lim.grep_line_chars else line[:lim.grep_line_chars] + "…"
-                    row = f"{rel}:{n + 1}: {shown}\n"
+                    row = f"{carried(rel)}:{n + 1}: {shown}\n"
                     if len(found) >= lim.grep_matches or size + len(row) > lim.grep_bytes:
                         cut = True
                         break
@@ -355,7 +356,7 @@ class Lookup:
         for e in shown:
             if e.endswith("/"):
                 n = folders[e[:-1]]
-                rows.append(f"{e} ({n} file{'s' if n != 1 else ''})")
+                rows.append(f"{carried(e)} ({n} file{'s' if n != 1 else ''})")
                 continue
             path = prefix + e
             try:
@@ -365,9 +366,9 @@ class Lookup:
                 what = "missing"
             if secret_name(path, self.secret_names):
                 what += ", secret-looking: not readable"
-            rows.append(f"{e} ({what})")
+            rows.append(f"{carried(e)} ({what})")
         name = rel + "/" if rel else "the workspace root"
-        head = f"{name}: {len(folders)} folders, {len(files)} files\n"
+        head = f"{carried(name)}: {len(folders)} folders, {len(files)} files\n"
         if not entries:
             head = f"{name}: no files (or only files .gitignore excludes)\n"
         cut = len(entries) > len(shown)

@@ -39,6 +39,7 @@ from app.core.knowledge.lookup import Deadline, Lookup
 from app.core.knowledge.render import MapStatus
 from app.core.knowledge.secret_files import secret_name
 from app.core.provider import Provider
+from app.core.text.names import wire
 
 TINY_MAP = 600  # map tokens for a tiny model (the embedded 135M one, 8k window)
 WINDOW_SHARE = 8  # at most 1/8 of a known context window goes to the map
@@ -261,7 +262,7 @@ class Knowledge:
                                            "failed")
                 raise
             spent.tokens += done.tokens
-            text = done.text
+            text = wire(done.text)  # a name quoted raw in a refusal: escaped (text/names.py)
             turn.tools[cid] = ToolCall(cid, done.card, "lookup",
                                        "completed" if done.ok else "failed")
         if not ev.reply.done():
