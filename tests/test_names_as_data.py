@@ -259,7 +259,7 @@ def test_the_look_ups_name_odd_files_as_they_are_carried_and_read_them_by_that_n
     with Lookup(root) as look:
         listed = look.list("")
         found = look.grep(r"x = 1")
-        for raw, shown in CARRIED.items():
+        for shown in CARRIED.values():
             assert f"{shown} (6 B)" in listed.text.splitlines()
             assert f"{shown}:1: x = 1" in found.text.splitlines()
             got = look.read(shown)
