@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from conftest import SRC, init_repo, sr, stream
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.core.conversation.review import Review
 from app.core.disk.journal import Journal, UndoRefused
@@ -423,3 +425,36 @@ def test_a_record_after_a_line_torn_by_a_crash_is_not_lost(ws):
     journal.undo(ws)
     journal.undo(ws)
     assert read(ws) == SRC
+
+
+# -- line mode: a line is written only when it is picked ------------------------------------
+_lines = st.lists(st.sampled_from(["a", "b", "c", "x = 1", "", "  y"]), min_size=1, max_size=5)
+
+
+@settings(max_examples=60)
+@given(_lines, _lines, st.data())
+def test_line_picks_write_exactly_what_git_add_p_would(tmp_path_factory, old, new, data):
+    """Any subset of a hunk's rows, accepted, leaves on disk: the base around the hunk, the
+    hunk's - rows that were not picked, then its + rows that were (the oracle below is
+    written from `git add -p`'s rule, not from steer's code); no pick writes nothing."""
+    if old == new:
+        return
+    root = init_repo(tmp_path_factory.mktemp("r"), {"g.txt": "top\n" + "".join(
+        t + "\n" for t in old) + "bottom\n"})
+    ws = Workspace(root)
+    answer = sr("g.txt", "top\n" + "".join(t + "\n" for t in old),
+                "top\n" + "".join(t + "\n" for t in new))
+    pending = stream(ws, answer, context=["g.txt"])
+    hunks = pending.files["g.txt"].hunks
+    h = data.draw(st.sampled_from(hunks))
+    rows = data.draw(st.sets(st.integers(0, len(h.old) + len(h.new) - 1)))
+    before = (root / "g.txt").read_text().split("\n")[:-1]
+    out = Review(ws, pending).accept_lines(h.id, rows)
+    after = (root / "g.txt").read_text().split("\n")[:-1]
+    if not rows:
+        assert out.accepted == [] and after == before and h.state == HunkState.PENDING
+        return
+    kept = [t for i, t in enumerate(h.old) if i not in rows]
+    added = [t for j, t in enumerate(h.new) if len(h.old) + j in rows]
+    want = before[:h.base_start] + kept + added + before[h.base_end:]
+    assert out.accepted == [h.id] and after == want

@@ -132,6 +132,43 @@ async def test_edit_a_hunk_inline_before_accepting(demo, monkeypatch):
             assert disk(demo) == CALC.replace("def add(a, b):", "def add(a: int, b: int) -> int:")
 
 
+async def test_an_inline_edit_that_does_not_parse_is_not_written_at_the_first_ctrl_s(
+        demo, monkeypatch):
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=SIZE) as pilot:
+            await ask(pilot, "add type hints")
+            await reviewing(pilot)
+            h1 = rig.hunks()[0]
+            await pilot.press("e")
+            await until(pilot, lambda: isinstance(app.screen, HunkEditor))
+            area = app.screen.query_one("#editor-area")
+            area.text = "   )(" + area.text
+            await pilot.press("ctrl+s")
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, HunkEditor)  # still editing: it says why
+            warning = app.screen.query_one("#editor-warning")
+            assert warning.display and "calc.py would no longer parse" in str(warning.render())
+            assert disk(demo) == CALC and h1.state == HunkState.PENDING
+            area.text = "def add(a: int, b: int) -> int:"  # fixed: written at once
+            await pilot.press("ctrl+s")
+            await until(pilot, lambda: h1.state == HunkState.ACCEPTED)
+            assert disk(demo) == CALC.replace("def add(a, b):", "def add(a: int, b: int) -> int:")
+            # a broken one, twice on purpose: the second Ctrl+S writes it as it is
+            h2 = rig.hunks()[1]
+            await pilot.press("e")
+            await until(pilot, lambda: isinstance(app.screen, HunkEditor) and app.screen.hunk is h2)
+            app.screen.query_one("#editor-area").text = "def oops(:"
+            await pilot.press("ctrl+s")
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, HunkEditor) and h2.state == HunkState.PENDING
+            await pilot.press("ctrl+s")
+            await until(pilot, lambda: h2.state == HunkState.ACCEPTED)
+            assert "def oops(:" in disk(demo)
+
+
 async def test_queued_follow_up_runs_when_the_answer_ends(demo):
     faults = Faults(stall_after=STALL, stall_seconds=1.0, only_first=1)
     async with Rig(demo, [CALC_ANSWER, SUB_ANSWER], faults=faults) as rig:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from app.core.text.plural import plural
+
 
 def accept_all(review, ws):
     """Accept everything; whatever goes wrong, say exactly which files were written."""
@@ -48,7 +50,7 @@ def left_open(pending, flagged: bool = False) -> list[str]:
             else:
                 reason = f"{why[h.state]}: {h.note}" if h.note else why[h.state]
             parts.append(f"hunk #{h.id} at line {h.base_start + 1}: {reason}")
-        lines.append(f"{fd.path}: {len(open_)} hunk(s) left: " + "; ".join(parts))
+        lines.append(f"{fd.path}: {plural(len(open_), 'hunk')} left: " + "; ".join(parts))
     return lines
 
 
@@ -58,7 +60,7 @@ def report_accept(out) -> None:
     for msg in out.messages:
         print(f"steer: {msg}", file=sys.stderr)
     if out.written:
-        print(f"steer: accepted {len(out.accepted)} hunk(s), wrote {', '.join(out.written)}",
+        print(f"steer: accepted {plural(len(out.accepted), 'hunk')}, wrote {', '.join(out.written)}",
               file=sys.stderr)
     for why in out.not_written:
         print(f"steer: not written: {why}", file=sys.stderr)

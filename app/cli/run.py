@@ -26,6 +26,7 @@ from app.cli.common import (
 )
 from app.core.disk.git_dirs import find_root
 from app.core.faults import stop_point
+from app.core.text.plural import plural
 
 # seconds `steer run` gives a map that needs no long parse: launch -> request stays under 2 s
 # (the start-up before it takes ~0.4 s here), and a cached 20,000-file tree's map makes it
@@ -247,8 +248,8 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         for line in left_open(pending, flagged=True):  # what an accept would leave: said now
             print(f"steer: needs a look: {line}", file=sys.stderr)
         files = {h.path for h in pending.hunks}
-        print(f"steer: nothing written (--accept none): {len(pending.hunks)} hunk(s) in "
-              f"{len(files)} file(s) proposed; --accept all writes them", file=sys.stderr)
+        print(f"steer: nothing written (--accept none): {plural(len(pending.hunks), 'hunk')} in "
+              f"{plural(len(files), 'file')} proposed; --accept all writes them", file=sys.stderr)
     staged = _stage(repo, pending, outcome) if repo is not None else None
     if staged is not None and not staged.ok:
         code = EXIT_EDITS

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from app.cli.common import EXIT_EDITS, EXIT_OK, EXIT_PROVIDER, EXIT_USAGE, ConfigError
+from app.core.text.plural import plural
 
 
 def say(line: str) -> None:
@@ -134,7 +135,7 @@ def _ended_line(v) -> str:
     p = v.session.pending
     hunks = len(p.hunks) if p is not None else 0
     how = "done" if turn.complete else (turn.error.message if turn.error else turn.finish_reason)
-    return f"{how}: {turn.tokens} tokens, {hunks} hunk(s), {turn.elapsed:.2f} s"
+    return f"{how}: {turn.tokens} tokens, {plural(hunks, 'hunk')}, {turn.elapsed:.2f} s"
 
 
 def _finish(args: argparse.Namespace, ws, variants, checks, picked: int | None,

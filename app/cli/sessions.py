@@ -14,6 +14,7 @@ from app.cli.common import (
     Parser,
 )
 from app.core.disk.git_dirs import find_root
+from app.core.text.plural import plural
 
 
 # -- steer sessions / rewind -------------------------------------------------------------------
@@ -133,7 +134,7 @@ def _rewind(args, session, rewind, rewind_conversation, UndoRefused, SessionErro
                 done = rewind.rewind_files(session, turn)
             if not args.files:
                 left = rewind_conversation(session, turn)
-                print(f"steer: the conversation is back to before turn {args.to} ({left} turn(s) "
+                print(f"steer: the conversation is back to before turn {args.to} ({plural(left, 'turn')} "
                       "left)", file=sys.stderr)
     except (UndoRefused, SessionError) as exc:
         print(f"steer: {exc}", file=sys.stderr)

@@ -47,6 +47,8 @@ class State(Protocol):
     def asking(self) -> bool: ...  # an agent waits for an answer to a permission request
     @property
     def has_variants(self) -> bool: ...  # a set of variants is on screen
+    @property
+    def line_mode(self) -> bool: ...  # the review picks single lines of the hunk
 
 
 # Every condition the table can read, from the protocol itself: WHEN's functions take a State
@@ -65,6 +67,9 @@ WHEN: dict[str, Callable[[State], bool]] = {
     "streaming": lambda s: s.streaming,
     "idle": lambda s: not s.streaming,
     "hunk_open": lambda s: s.hunk_open,
+    "whole_hunk": lambda s: s.hunk_open and not s.line_mode,
+    "lines": lambda s: s.line_mode,
+    "lines_idle": lambda s: s.line_mode and not s.streaming,
     "any_open": lambda s: s.any_open,
     "can_undo": lambda s: s.can_undo,
     "queue": lambda s: s.has_queue,
@@ -119,8 +124,17 @@ ACTIONS: tuple[Action, ...] = (
     Action("next_hunk", "j,down", "diff", "next_hunk", "Next", "next hunk (past the last: next file)",
            "Review"),
     Action("prev_hunk", "k,up", "diff", "prev_hunk", "Prev", "previous hunk", "Review", show=False),
-    Action("accept_hunk", "y", "review", "accept_hunk", "Accept", "accept the hunk (in line mode: "
-           "the picked lines)", "Review", "Accept hunk", when="hunk_open", bar=1),
+    Action("accept_hunk", "y", "review", "accept_hunk", "Accept", "accept the hunk", "Review",
+           "Accept hunk", when="whole_hunk", bar=1),
+    # line mode's own keys (the key bar shows them while it is on): y takes what is marked ✓
+    Action("pick_line", "space", "review", "pick_line", "Pick", "in line mode: pick / unpick "
+           "the line under the cursor (✓)", "Review", when="lines", bar=1),
+    Action("accept_lines", "y", "review", "accept_lines", "Take picked", "in line mode: write "
+           "the picked lines (a picked − line goes, a picked + line comes in, every other line "
+           "stays as on disk); with nothing picked it writes nothing", "Review", when="lines",
+           bar=1),
+    Action("leave_lines", "escape", "review", "leave_lines", "Back", "leave line mode (the "
+           "picks are dropped)", "Review", when="lines_idle", bar=1),
     Action("reject_hunk", "n", "review", "reject_hunk", "Reject", "reject the hunk", "Review",
            "Reject hunk", when="hunk_open", bar=1),
     Action("accept_file", "Y", "review", "accept_file", "Accept file", "accept every open hunk "
@@ -135,10 +149,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("reject_all", "", "review", "reject_all", "Reject all", "reject every open hunk of "
            "every file", "Review", "Reject all", when="any_open"),
     Action("line_mode", "v", "review", "line_mode", "Lines", "line mode: pick single lines of the "
-           "hunk; under the diff, what y writes (⚠ when the file would no longer parse)",
+           "hunk; under the diff, what y writes (⚠ when the file would no longer parse: a "
+           "first y then says why and writes nothing, a second takes them)",
            "Review", "Line mode", when="hunk_open", bar=3),
-    Action("pick_line", "space", "review", "pick_line", "Pick", "in line mode: pick / unpick the line",
-           "Review", show=False),
     Action("edit_hunk", "e", "review", "edit_hunk", "Edit", "edit the hunk ($EDITOR, or inline) "
            "and accept the result", "Review", "Edit hunk", when="hunk_open"),
     Action("undo", "u", "review", "undo", "Undo", "undo the last accept (journaled; works "

@@ -21,6 +21,8 @@ class Cursor(Protocol):
     @property
     def hunk_open(self) -> bool: ...
     @property
+    def line_mode(self) -> bool: ...
+    @property
     def hunk_conflict(self) -> bool: ...
     @property
     def can_undo(self) -> bool: ...
@@ -47,6 +49,10 @@ class Availability:
     @property
     def hunk_open(self) -> bool:
         return self.review is not None and self.review.hunk_open
+
+    @property
+    def line_mode(self) -> bool:
+        return self.review is not None and self.review.line_mode
 
     @property
     def any_open(self) -> bool:

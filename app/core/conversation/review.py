@@ -30,6 +30,7 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState, line_rows, pick_lines, written_note
 from app.core.text.linediff import Change, rebase
+from app.core.text.plural import plural
 from app.core.text.textfile import NotText, TextFormat, decode, encode
 
 __all__ = ["Outcome", "Review", "line_rows", "out_reason", "pick_lines", "written_note"]
@@ -161,7 +162,11 @@ class Review:
         return self.plan({i: None for i in ids}, "")
 
     def plan_lines(self, hunk_id: int, rows: Iterable[int]) -> AcceptPlan:
-        h = self.pending.hunk(hunk_id)
+        """The rows picked (✓) of a hunk: nothing picked plans nothing (a line is written
+        only when it is picked)."""
+        h, rows = self.pending.hunk(hunk_id), set(rows)
+        if not rows:
+            return AcceptPlan(f"no line of hunk #{hunk_id}", [], [], Outcome())
         plan = self.plan({hunk_id: pick_lines(h, rows)}, f"lines of hunk #{hunk_id}")
         plan.how = "lines"
         return plan
@@ -489,7 +494,7 @@ class Review:
             self.pending.files[h.path].touch(h)
             out.conflicts.append(h.id)
         if hunks and not quiet:
-            out.messages.append(f"{hunks[0].path}: {why}; {len(hunks)} hunk(s) not written")
+            out.messages.append(f"{hunks[0].path}: {why}; {plural(len(hunks), 'hunk')} not written")
 
     # -- keeping in step with the disk -----------------------------------------------------
     # A live rebase in two steps, like an accept: `touched` reads the disk and diffs it (in a

@@ -36,6 +36,7 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.provider import Provider
+from app.core.text.plural import plural
 from app.core.text.textfile import encode
 
 MAX_VARIANTS = 8
@@ -355,7 +356,7 @@ def taken_note(items: Sequence[Variant]) -> str:
         hunks = [h for h in p.hunks if h.state == HunkState.ACCEPTED] if p is not None else []
         whose = "your answer" if v.index == 1 else v.label
         where = ", ".join(f"{h.path} line {h.base_start + 1}" for h in hunks[:12])
-        lines.append(f"- variant {v.index} ({whose}): " + (f"{len(hunks)} hunk(s): {where}"
+        lines.append(f"- variant {v.index} ({whose}): " + (f"{plural(len(hunks), 'hunk')}: {where}"
                                                           if hunks else "nothing"))
     return (f"The last instruction was answered as {len(items)} variants in parallel; you "
             "answered variant 1. The user took:\n" + "\n".join(lines) +

@@ -7,6 +7,7 @@ them. The title's path is outside text, shown through the boundary."""
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 
 from textual import getters
 from textual.app import ComposeResult
@@ -45,10 +46,13 @@ class HunkEditor(ModalScreen[list[str] | None]):
 
     area = getters.query_one("#editor-area", TextArea)
 
-    def __init__(self, hunk: Hunk) -> None:
+    def __init__(self, hunk: Hunk, check: Callable[[list[str]], str] | None = None) -> None:
+        """`check`: why the file would no longer parse with these lines ("" when it would)."""
         super().__init__()
         self.hunk = hunk
         self.language = language(hunk.path)
+        self.check = check
+        self._warned: list[str] | None = None  # the text a first Ctrl+S said does not parse
 
     def compose(self) -> ComposeResult:
         h = self.hunk
@@ -69,9 +73,22 @@ class HunkEditor(ModalScreen[list[str] | None]):
             if self.language and _has_grammar(self.language):
                 area.language = self.language
             yield area
+            yield Label("", id="editor-warning")
 
     def action_save(self) -> None:
-        self.dismiss(self.area.text.split("\n"))
+        """Ctrl+S: the edit is written; one that leaves the file unparsable is not, the
+        first time: the dialog says why, and a second Ctrl+S on the same text writes it."""
+        lines = self.area.text.split("\n")
+        broken = self.check(lines) if self.check is not None else ""
+        if broken and lines != self._warned:
+            self._warned = lines
+            warning = self.query_one("#editor-warning", Label)
+            warning.update(to_text(f"⚠ {self.hunk.path} would no longer parse: {broken}. "
+                                   "Nothing was written: fix it, or Ctrl+S again writes it "
+                                   "as it is.", tabs=None))
+            warning.add_class("-shown")
+            return
+        self.dismiss(lines)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

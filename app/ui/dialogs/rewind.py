@@ -28,6 +28,7 @@ from app.core.conversation.resume import rebase_onto_disk, rewind_conversation
 from app.core.conversation.session import Session
 from app.core.disk.journal import UndoRefused
 from app.core.disk.repo_lock import Busy
+from app.core.text.plural import plural
 from app.view.outside_text import to_text
 
 Notify = Callable[..., object]  # a toast (Widget.notify)
@@ -150,7 +151,7 @@ async def carry_out(session: Session, choice: RewindChoice, notify: Notify) -> b
             left = rewind_conversation(session, choice.turn)
             back = True
             notify(f"the conversation is back to before turn {choice.turn + 1} "
-                   f"({left} turn(s) left)", timeout=4)
+                   f"({plural(left, 'turn')} left)", timeout=4)
         elif done is not None and done.written:
             rebase_onto_disk(session)  # the hunks follow the files back
     except (UndoRefused, SessionError, Busy, OSError) as exc:

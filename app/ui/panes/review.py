@@ -39,6 +39,7 @@ from app.core.git.live_tree import LiveTree
 from app.core.git.sync import SyncUpdate
 from app.core.text import parses
 from app.core.text.invisible import found
+from app.core.text.plural import plural
 from app.core.variants.group import Variants
 from app.ui import actions
 from app.ui.compat import alive
@@ -98,6 +99,9 @@ class ReviewPane(Vertical):
         self.selected: str | None = None
         self.follow = True  # the diff follows the file being streamed until the user navigates
         self._elsewhere = ""  # where the answer writes, when the review is not following it
+        # line mode: the picks a first y warned would leave the file unparsable (a second
+        # y with the same picks takes them)
+        self._warned: tuple[int, frozenset[int]] | None = None
 
     @property
     def session(self) -> Session:
@@ -270,24 +274,38 @@ class ReviewPane(Vertical):
         if diff.line_mode:
             if broken:
                 parts.append(Part("⚠ the picked lines do not parse", 0))
-            parts.append(Part("LINES: ↑↓ move, Space picks, y accepts the picked lines, Esc leaves", 1))
+            picked = len(diff.picked)
+            parts.append(Part(f"LINES: {plural(picked, 'line')} picked" if picked else
+                              "LINES: nothing picked: Space picks", 1))
         elif diff.side_by_side:
             parts.append(Part("side by side", 3))
         if self._elsewhere:
             parts.append(Part(self._elsewhere, 1))
         self.heading.set(StatusLine(parts))
 
-    def line_result(self) -> tuple[Hunk, list[str], str] | None:
-        """Line mode: the hunk, the lines y would write in its place, and why the file
-        would no longer parse ("" when it would, or steer cannot tell)."""
+    def line_result(self) -> tuple[Hunk, list[str] | None, str] | None:
+        """Line mode: the hunk, the lines y would write in its place (None: nothing is
+        picked, so y writes nothing), and why the file would no longer parse ("" when it
+        would, or steer cannot tell). Only lines marked ✓ count: a - line unmarked stays on
+        disk, a + line unmarked is not added, as in `git add -p`."""
         diff, h = self.diff, self.diff.hunk
         if not diff.line_mode or h is None or diff.fd is None:
             return None
-        lines = pick_lines(h, diff.picked or {diff.line_cursor})
-        before, shift = diff.fd.expected()
+        if not diff.picked:
+            return h, None, ""
+        lines = pick_lines(h, diff.picked)
+        return h, lines, self.breaks(h, lines)
+
+    def breaks(self, h: Hunk, lines: list[str]) -> str:
+        """Why the hunk's file would no longer parse with `lines` written in its place (""
+        when it would, or steer cannot tell)."""
+        fd = self.session.pending.files.get(h.path) if self.session.pending else None
+        if fd is None:
+            return ""
+        before, shift = fd.expected()
         start = h.base_start + shift(h.base_start)
         after = before[:start] + lines + before[start + h.base_end - h.base_start:]
-        return h, lines, parses.breaks(h.path, before, after)
+        return parses.breaks(h.path, before, after)
 
     def _render_preview(self) -> str:
         """Under the diff in line mode: what y writes, and a flag when it breaks the file."""
@@ -296,13 +314,21 @@ class ReviewPane(Vertical):
         if result is None:
             return ""
         h, lines, broken = result
-        text = Text(f"y writes in place of hunk #{h.id}'s {len(h.old)} line(s):\n", style="bold")
+        if lines is None:
+            self.preview.update(Text.assemble(
+                ("Nothing picked: y writes nothing. ", "bold"),
+                "Space picks the line under the cursor (✓): a picked − line goes, a picked + "
+                "line comes in; every line not picked stays as it is on disk."))
+            return ""
+        text = Text(f"y writes in place of hunk #{h.id}'s {plural(len(h.old), 'line')}:\n",
+                    style="bold")
         for line in lines[:PREVIEW_LINES]:
             text.append_text(to_text(f"  {line}\n"))
         if len(lines) > PREVIEW_LINES:
             text.append(f"  … {len(lines) - PREVIEW_LINES} more\n", style="dim")
         if not lines:
-            text.append("  (nothing: the lines go)\n", style="dim")
+            text.append("  (no line: the picked − lines go, and no + line was picked)\n",
+                        style="dim")
         if broken:
             text.append(f"⚠ {h.path} would no longer parse: ",
                         style=f"bold {self.app.current_theme.warning or 'yellow'}")
@@ -359,18 +385,44 @@ class ReviewPane(Vertical):
         if h.state not in OPEN:
             self.notify(f"hunk #{h.id} is {h.state.value}", timeout=2)
             return
-        broken = ""
         if diff.line_mode:
-            result = self.line_result()
-            broken = result[2] if result is not None else ""
-            plan = review.plan_lines(h.id, diff.picked or {diff.line_cursor})
-            diff.line_mode = False
-        else:
-            plan = review.plan_hunks([h.id])
+            await self.action_accept_lines()
+            return
+        self._warned = None
+        out = await self._carry_out(review.plan_hunks([h.id]))
+        if out is not None and out.accepted:
+            self._advance()  # on to the next one; a refused accept stays where the user looks
+
+    def action_leave_lines(self) -> None:
+        self.leave_line_mode()
+
+    async def action_accept_lines(self) -> None:
+        """y in line mode: only the lines marked ✓ (nothing marked: nothing written)."""
+        diff, h, review = self.diff, self.diff.hunk, self.session.review
+        if h is None or review is None or not diff.line_mode:
+            return
+        if h.state not in OPEN:
+            self.notify(f"hunk #{h.id} is {h.state.value}", timeout=2)
+            return
+        result = self.line_result()
+        if result is None or result[1] is None:
+            self.notify("Nothing picked: pick lines with Space (y then takes the picked "
+                        "lines); nothing was written", timeout=4)
+            return
+        broken = result[2]
+        picks = (h.id, frozenset(diff.picked))
+        if broken and self._warned != picks:  # the first y says why; a second takes it
+            self._warned = picks
+            self.notify(f"⚠ the picked lines leave {h.path} unparsable ({broken}); nothing "
+                        "was written: y again takes them anyway", severity="warning", timeout=10)
+            return
+        plan = review.plan_lines(h.id, diff.picked)
+        diff.line_mode = False
+        self._warned = None
         out = await self._carry_out(plan)
         if out is not None and out.accepted and broken:
-            self.notify(f"⚠ {h.path} no longer parses ({broken}): u undoes", severity="warning",
-                        timeout=10)
+            self.notify(f"⚠ {h.path} no longer parses ({broken}): u undoes",
+                        severity="warning", timeout=10)
         if out is not None and out.accepted:
             self._advance()  # on to the next one; a refused accept stays where the user looks
 
@@ -444,7 +496,8 @@ class ReviewPane(Vertical):
             self.notify(f"hunk #{h.id} holds invisible characters ({', '.join(hidden[:3])}): set "
                         "$EDITOR to edit it, or decide it as it is", severity="warning", timeout=8)
             return
-        self.app.push_screen(HunkEditor(h), callback=self._edited(h.id))
+        self.app.push_screen(HunkEditor(h, check=lambda lines: self.breaks(h, lines)),
+                             callback=self._edited(h.id))
 
     async def _edit_outside(self, h: Hunk, command: str) -> None:
         """The user's editor has the terminal; nothing is drawn until it gives it back."""
@@ -517,7 +570,7 @@ class ReviewPane(Vertical):
         for msg in out.messages:
             self.notify(msg, severity="warning", timeout=6)
         if out.accepted:
-            self.notify(f"accepted {len(out.accepted)} hunk(s) → {', '.join(out.written)}", timeout=2)
+            self.notify(f"accepted {plural(len(out.accepted), 'hunk')} → {', '.join(out.written)}", timeout=2)
             self.undoable = True
             self.run_worker(self.check_undo(), group="undo", exclusive=True)
         self.post_message(SessionChanged())  # its frame tells the key bar (a conflict now: m / T)
