@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.core.edits.hunks import Card, Hunk, HunkState
+from app.core.edits.hunks import OPEN, REDIRECTED, Card, Hunk, HunkState
 
 _STATE = {HunkState.STREAMING: "streaming", HunkState.PENDING: "pending",
           HunkState.ACCEPTED: "accepted", HunkState.REJECTED: "rejected",
@@ -55,6 +55,8 @@ def card_text(cards: Sequence[Card], by_id: dict[int, Hunk]) -> tuple[str, str]:
         style = "card-mixed"
     if not hunks:
         text, style = _join(head, "no change"), "card-mixed"
+    if any(h.redirected and h.state in OPEN for h in hunks):  # Accept all leaves them
+        text += f"  ⚠ {REDIRECTED}"
     if errors:
         text += f"  ⚠ {errors[0]}"
     return text, style

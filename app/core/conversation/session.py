@@ -366,7 +366,7 @@ class Session:
             self.fmt = rec.fmt
         else:
             assert self.pending is not None
-            self.pending.begin_turn()
+            self.pending.begin_turn(redirect=rec.kind == "redirect")
         assert self.pending is not None
         # a whole-file answer showing part of a file keeps the rest, unless this instruction
         # may mean deleting code (then the deletion is proposed, flagged)

@@ -27,6 +27,8 @@ from app.core.edits.formats.events import (
     Prose,
 )
 from app.core.edits.hunks import (
+    OPEN,
+    REDIRECTED,
     Card,
     EditError,
     Hunk,
@@ -103,12 +105,20 @@ class PendingDiff:
         # sibling variant's accept made as superseded)
         self.after_rebase: Callable[[FileDiff], None] | None = None
 
-    def begin_turn(self) -> None:
-        """A new answer (redirect or follow-up) starts streaming into this diff."""
+    def begin_turn(self, redirect: bool = False) -> None:
+        """A new answer (redirect or follow-up) starts streaming into this diff. A redirect
+        marks the open hunks of the answers before it: the user told the model to do
+        something else, so a bulk accept leaves them (y still takes one), unless the new
+        answer proposes the same region again (its edit then replaces theirs)."""
         if type(self._cur) is _Cursor:
             self._end(self._cur, EditEnd(False, "the answer stopped inside this edit"))
         self._cur = None
         self._close_card()
+        if redirect:
+            for h in self.hunks:
+                if h.state in OPEN and not h.redirected:
+                    h.redirected = REDIRECTED
+                    h.rev = self.bump(h.path)
         self.turn += 1
         for fd in self.files.values():  # the files' notes are about the answer now showing
             if fd.errors:

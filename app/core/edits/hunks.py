@@ -27,6 +27,7 @@ class HunkState(StrEnum):
 
 DECIDED = frozenset({HunkState.ACCEPTED, HunkState.REJECTED, HunkState.SUPERSEDED})
 OPEN = frozenset({HunkState.PENDING, HunkState.CONFLICT, HunkState.STALE})
+REDIRECTED = "before your redirect"  # a hunk's flag (Hunk.redirected)
 
 
 @dataclass(eq=False, slots=True)
@@ -51,13 +52,14 @@ class Hunk:
     # and invisible characters it adds, in any format (app/core/text/invisible.py)
     deletion: str = ""
     hidden: str = ""
+    # proposed by an answer the user then redirected: what they told the model to do instead
+    # may not want it (PendingDiff.begin_turn); an answer that proposes it again replaces it
+    redirected: str = ""
 
     @property
     def warning(self) -> str:
         """Every flag of the hunk in one line ("" when a bulk accept may take it)."""
-        if not self.hidden:
-            return self.deletion
-        return f"{self.deletion}; {self.hidden}" if self.deletion else self.hidden
+        return "; ".join(f for f in (self.redirected, self.deletion, self.hidden) if f)
 
     def check_hidden(self) -> None:
         """Flag the invisible characters the hunk adds (its lines are final, or cut short)."""

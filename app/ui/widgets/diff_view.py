@@ -25,6 +25,7 @@ from textual.strip import Strip
 from app.core.conversation.review import line_rows
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import Hunk, HunkState
+from app.core.text.plural import plural
 from app.ui.actions import bindings, key_names, review_keys
 from app.ui.compat import set_virtual_size
 from app.ui.widgets.highlight import Highlighter
@@ -416,6 +417,16 @@ class DiffView(ScrollView, can_focus=True):
                 self.rich_style if name == "" else self.get_component_rich_style(f"diffview--{name}"))
         return style
 
+    @staticmethod
+    def hunk_label(h: Hunk) -> str:
+        """A hunk's state as its header says it, with its flags."""
+        label = STATE_LABEL[h.state]
+        if h.incomplete:
+            label += " · incomplete: the answer stopped inside it"
+        if h.warning and h.state != HunkState.ACCEPTED:
+            label += f" · ⚠ {h.warning}: not in accept all, y accepts it"
+        return label
+
     def _render_row(self, row: Row, width: int, current: bool, line_cur: bool, picked: bool) -> Strip:
         base = self._style("")
         kind = row.kind
@@ -435,14 +446,10 @@ class DiffView(ScrollView, can_focus=True):
         bar = Segment("▌" if current else " ", self._style("cursor") if current else base)
         if kind == "hunk":
             assert h is not None
-            label = STATE_LABEL[h.state]
-            if h.incomplete:
-                label += " · incomplete: the answer stopped inside it"
-            if h.warning and h.state != HunkState.ACCEPTED:
-                label += f" · ⚠ {h.warning}: not in accept all, y accepts it"
+            label = self.hunk_label(h)
             style = self._style(h.state.value)
             if h.state == HunkState.STREAMING:
-                text = f" #{h.id} {label}   at line {h.base_start + 1} · {len(h.new)} new lines so far"
+                text = f" #{h.id} {label}   at line {h.base_start + 1} · {plural(len(h.new), 'new line')} so far"
             elif h.state == HunkState.CONFLICT and h.ancestor is not None:
                 text = (f" #{h.id} conflict at line {h.base_start + 1}:  − your lines on disk   "
                         "+ the proposal   (m keeps yours · T takes the proposal · e edits)")
