@@ -127,6 +127,12 @@ class FilesPane(Vertical):
     def new_change_set(self) -> None:
         self._created = set()
 
+    @property
+    def badges_held(self) -> bool:
+        """Open-hunk counts thinned out while streaming and not shown yet: the frame that
+        ends the answer shows them, changed files or not."""
+        return bool(self._badges)
+
     def show_pending(self, pending: PendingDiff, f: Frame, streaming: bool) -> None:
         tree = self.file_tree
         self._badges.update(f.open_counts)
