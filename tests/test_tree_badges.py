@@ -7,9 +7,9 @@ from __future__ import annotations
 from conftest import init_repo, sr
 from pilot import SIZE, until
 
+import app.ui.panes.files as files_pane
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
-import app.ui.panes.files as files_pane
 from app.ui.app import SteerApp
 from app.ui.widgets.file_tree import FileTree
 from app.ui.widgets.prompt import PromptInput
