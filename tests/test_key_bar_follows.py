@@ -64,7 +64,8 @@ def git_held(monkeypatch):
 def test_the_conditions_are_the_state_protocols_and_the_table_reads_no_other():
     assert set(actions.CONDITIONS) == {
         "streaming", "has_variants", "hunk_open", "any_open", "can_undo", "has_queue",
-        "hunk_conflict", "any_accepted", "in_git", "any_refused", "failed", "asking"}
+        "hunk_conflict", "any_accepted", "in_git", "any_refused", "failed", "asking",
+        "line_mode", "named", "can_redo_rewind"}
     read: list[str] = []
 
     class Reads:

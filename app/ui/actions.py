@@ -49,6 +49,10 @@ class State(Protocol):
     def has_variants(self) -> bool: ...  # a set of variants is on screen
     @property
     def line_mode(self) -> bool: ...  # the review picks single lines of the hunk
+    @property
+    def named(self) -> bool: ...  # the draft names a file that would join its request
+    @property
+    def can_redo_rewind(self) -> bool: ...  # a rewind of files can be put back
 
 
 # Every condition the table can read, from the protocol itself: WHEN's functions take a State
@@ -80,6 +84,8 @@ WHEN: dict[str, Callable[[State], bool]] = {
     "failed": lambda s: s.failed,
     "asking": lambda s: s.asking,
     "variants": lambda s: s.has_variants,
+    "named": lambda s: s.named,
+    "redo": lambda s: s.can_redo_rewind and not s.streaming,
 }
 
 
@@ -115,7 +121,7 @@ ACTIONS: tuple[Action, ...] = (
            "chars · M lines] and is sent exactly; Backspace removes it)", "Prompt", bar=1),
     Action("drop_named", "ctrl+n", "prompt", "drop_named", "Drop named", "take the file the "
            "message names out of its request (the context line shows it as ◇)", "Prompt",
-           palette="Drop the named file from the request", bar=3),
+           palette="Drop the named file from the request", when="named", bar=3),
     Action("history_prev", "up", "prompt", "history_prev", "Earlier", "the instruction sent "
            "before (again: older ones), as in a shell", "Prompt", show=False),
     Action("history_next", "down", "prompt", "history_next", "Later", "the next instruction sent; "
@@ -240,6 +246,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("rewind", "ctrl+b", "screen", "screen.rewind", "Rewind", "rewind to before a turn "
            "(every turn is a checkpoint): the conversation, the files steer wrote, or both; redo",
            "App", "Rewind to before a turn", when="idle", show=False),
+    Action("redo_rewind", "r", "screen", "screen.redo_rewind", "Redo", "put back the files "
+           "the last rewind took away (in the review, r retries refused edits first, when there "
+           "are any)", "App", "Redo the last rewind of files", when="redo", bar=1),
     Action("theme", "t", "screen", "app.next_theme", "Theme", "next theme (remembered)", "App",
            "Next theme", show=False),
     Action("help", "f1,question_mark", "app", "app.help", "Help", "this help: every key (F1 "

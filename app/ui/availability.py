@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from app.core.conversation import rewind
 from app.core.conversation.session import Session
 from app.core.edits.hunks import OPEN, HunkState
 from app.core.git.live_tree import LiveTree
@@ -28,11 +29,26 @@ class Cursor(Protocol):
     def can_undo(self) -> bool: ...
 
 
+class Draft(Protocol):
+    """The prompt's side of it (app/ui/widgets/prompt.py)."""
+
+    named: list[str]  # files the draft names
+
+
 class Availability:
     def __init__(self, variants: Variants, live: LiveTree) -> None:
         self.variants = variants
         self.live = live
         self.review: Cursor | None = None  # None until the review is on screen
+        self.prompt: Draft | None = None  # likewise the prompt
+
+    @property
+    def can_redo_rewind(self) -> bool:
+        return rewind.can_redo(self.session)
+
+    @property
+    def named(self) -> bool:
+        return self.prompt is not None and bool(self.prompt.named)
 
     @property
     def session(self) -> Session:

@@ -101,6 +101,7 @@ class MainScreen(KeysScreen):
     def on_mount(self) -> None:
         self._ready = True
         self.availability.review = self.review
+        self.availability.prompt = self.composer.prompt
         self.review.set_keys(self.key_names)
         self._render_header()
         self.composer.add_each(list(self._initial_context), self.composer.render_context)
@@ -121,7 +122,7 @@ class MainScreen(KeysScreen):
 
     def on_unmount(self) -> None:
         self._ready = False
-        self.availability.review = None
+        self.availability.review = self.availability.prompt = None
 
     def _render_header(self) -> None:
         branch = f" · {self.branch}" if self.branch else ""
@@ -286,6 +287,9 @@ class MainScreen(KeysScreen):
         dialog = await rewind.offer(self.session, self.notify)
         if dialog is not None:
             self.app.push_screen(dialog, callback=self._rewind_chosen)
+
+    async def action_redo_rewind(self) -> None:
+        await self._rewind_chosen(rewind.RewindChoice(-1, "redo"))
 
     async def _rewind_chosen(self, choice: rewind.RewindChoice | None) -> None:
         if choice is None:

@@ -54,7 +54,11 @@ def card_text(cards: Sequence[Card], by_id: dict[int, Hunk]) -> tuple[str, str]:
         text = _join(head, ids, f"+{added} −{removed}")
         style = "card-mixed"
     if not hunks:
-        text, style = _join(head, "no change"), "card-mixed"
+        gone = any(i not in by_id for c in cards for i in c.hunk_ids())
+        # hunks it had, gone: a later answer's edit of the same lines took their place; none
+        # at all: it proposed what the file already holds
+        text, style = _join(head, "replaced by a later answer" if gone else "already on disk"), \
+            "card-mixed"
     if any(h.redirected and h.state in OPEN for h in hunks):  # Accept all leaves them
         text += f"  ⚠ {REDIRECTED}"
     if errors:

@@ -76,8 +76,9 @@ class FileLayout:
             out: list[Row] = [Row("file", fd.path)]
             out += [Row("note", line) for msg in fd.errors for line in msg.split("\n")]
             self._head = len(out)
-            if not hunks:
-                out.append(Row("note", "no changes proposed for this file"))
+            if not hunks:  # edits that leave no hunk propose what the file already holds
+                out.append(Row("note", "already on disk: the file holds what the answer proposes"
+                               if fd.edits else "no changes proposed for this file"))
             start, pos, shift = self._head, 0, 0
             marks: list[tuple[int, int, int]] = []
         else:  # keep everything up to the end of hunk k-1's own rows

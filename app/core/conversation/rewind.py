@@ -62,11 +62,20 @@ def rewind_files(session: Session, turn: int) -> Rewound:
     return done
 
 
+def _last_undone_rewind(session: Session) -> Files | None:
+    redone = {s for f in session.file_steps if f.op == "redo" for s in f.redone}
+    return next((f for f in reversed(session.file_steps)
+                 if f.op == "rewind" and not redone.intersection(f.steps)), None)
+
+
+def can_redo(session: Session) -> bool:
+    """A rewind of files is there to redo."""
+    return _last_undone_rewind(session) is not None
+
+
 def redo_files(session: Session) -> Rewound:
     """Put back what the last rewind of files (not redone yet) took out."""
-    redone = {s for f in session.file_steps if f.op == "redo" for s in f.redone}
-    last = next((f for f in reversed(session.file_steps)
-                 if f.op == "rewind" and not redone.intersection(f.steps)), None)
+    last = _last_undone_rewind(session)
     if last is None:
         raise UndoRefused("no rewind of files to redo")
     done = take_out(session.ws, session.journal, list(reversed(last.steps)), "accept",

@@ -45,10 +45,12 @@ class CommitScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         files = ", ".join(self.staged) if self.staged else "what is staged"
         with Vertical(id="commit"):
-            yield Label(to_text(f"Commit {files} — Enter commits (Ctrl+J adds a line, Ctrl+S "
-                                "commits several), Ctrl+G asks the model for a message, Esc "
-                                "cancels", tabs=None), id="commit-title")
+            yield Label(to_text(f"Commit {files}", tabs=None), id="commit-title")
             yield TextArea("", id="commit-message")
+            # the dialog's keys on a line of their own, so that a long list of files never
+            # pushes them out of sight
+            yield Label("Enter commits · Ctrl+J new line · Ctrl+S commits several lines · "
+                        "Ctrl+G the model proposes a message · Esc cancels", id="commit-keys")
             yield Static("", id="commit-result")
 
     def on_mount(self) -> None:

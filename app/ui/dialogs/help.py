@@ -12,6 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from app.config import config_file_shown
 from app.ui.actions import ACTIONS, pretty_keys
 
 SECTIONS = ["Prompt", "Review", "Variants", "Git", "Files", "Queue", "App"]
@@ -46,5 +47,6 @@ class HelpScreen(ModalScreen[None]):
                         "enters the review.", id="help-where")
             with VerticalScroll():
                 yield Static(table)
-            yield Label("Esc closes. Rebind in ~/.config/steer/config.toml under \\[keys], by the names "
-                        "on the right: accept_hunk = \"a\".", id="help-foot")
+            yield Label(Text(f"Esc closes. Rebind in {config_file_shown()} (the one in use) "
+                             "under [keys], by the names on the right: accept_hunk = \"a\"."),
+                        id="help-foot")

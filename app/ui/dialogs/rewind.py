@@ -129,8 +129,7 @@ async def offer(session: Session, notify: Notify) -> RewindScreen | None:
     if session.streaming:
         notify("stop the answer first (Esc)", severity="warning")
         return None
-    redone = {s for f in session.file_steps if f.op == "redo" for s in f.redone}
-    can_redo = any(f.op == "rewind" and not redone.intersection(f.steps) for f in session.file_steps)
+    can_redo = rewind.can_redo(session)
     if not session.turns and not can_redo:  # (rewound to the start: the redo is still offered)
         notify("no turn yet: nothing to rewind", timeout=3)
         return None
