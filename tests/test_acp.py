@@ -428,7 +428,7 @@ def test_steer_run_agent_end_to_end(repo, tmp_path, agent_log):
                             {"say": "Changed two files."}])
     out = steer(repo, "run", "edit them", "--agent", cmd, "--accept", "all")
     assert out.returncode == 0, out.stderr
-    assert "Changed two files." in out.stderr and "accepted 2 hunk(s)" in out.stderr
+    assert "Changed two files." in out.stderr and "accepted 2 hunks" in out.stderr
     assert (repo / "f.txt").read_text() == SRC.replace("line 4\n", "line four\n")
     assert (repo / "g.txt").read_text() == "one\n2\n"
     assert "+line four" in out.stdout

@@ -380,6 +380,6 @@ def test_steer_run_accept_none_names_a_conflict_found_at_arrival_and_exits_0(roo
         child.resume()
         rc, err = child.finish()
     assert rc == 0, err
-    assert "needs a look: g.txt: 1 hunk(s) left: hunk #2 at line 8: conflicts with your change" in err
+    assert "needs a look: g.txt: 1 hunk left: hunk #2 at line 8: conflicts with your change" in err
     assert "nothing written (--accept none)" in err
     assert (root / "f.txt").read_text() == SRC

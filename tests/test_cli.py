@@ -62,7 +62,7 @@ def test_accept_all_writes_exactly_the_proposal_and_the_printed_diff_applies(rep
     assert out.returncode == 0, out.stderr
     assert (repo / "f.txt").read_text() == EXPECTED
     assert (repo / "other.txt").read_text() == "keep me\n"
-    assert "accepted 2 hunk(s)" in out.stderr and "Two small changes." in out.stderr
+    assert "accepted 2 hunks" in out.stderr and "Two small changes." in out.stderr
     # the diff on stdout is what `git apply` takes, and it gives the same file
     copy = tmp_path / "copy"
     shutil.copytree(repo, copy)

@@ -195,7 +195,7 @@ def test_steer_run_accept_all_leaves_the_flagged_hunk_and_says_so(tmp_path, fmt)
     # rule 9: not everything proposed was written, so not 0
     assert out.returncode == 4, out.stderr
     assert (repo / "f.txt").read_text() == src.replace("line 3\n", "line three\n")
-    assert ("not written: f.txt: 1 hunk(s) left: hunk #" in out.stderr
+    assert ("not written: f.txt: 1 hunk left: hunk #" in out.stderr
             and "at line 15: invisible characters: U+200B, U+202E" in out.stderr
             and "left for a deliberate accept" in out.stderr), out.stderr
 

@@ -80,7 +80,7 @@ async def test_hostile_names_lines_and_prose_are_shown_never_obeyed(tmp_path):
             await until(pilot, lambda: diff.path == SLUG and shown_whole(app, f" {SLUG}"))
             diff.focus()
             await pilot.press("y")
-            await until(pilot, lambda: shown_whole(app, f"accepted 1 hunk(s) → {SLUG}"))
+            await until(pilot, lambda: shown_whole(app, f"accepted 1 hunk → {SLUG}"))
             # what git sees: the working tree against HEAD, with the hostile line accepted
             app.main.review.select("calc.py", None)
             await until(pilot, lambda: diff.path == "calc.py")

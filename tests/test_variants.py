@@ -122,7 +122,7 @@ async def test_the_next_message_tells_what_was_taken_from_which_variant(trio):
     assert "answered as 3 variants" in sent
     main_index = next(v.index for v in [*variants.items])
     assert main_index == 1
-    assert "variant 2" in sent and "variant 2 (openai-chat:replay): 1 hunk(s): calc.py line 4" in sent
+    assert "variant 2" in sent and "variant 2 (openai-chat:replay): 1 hunk: calc.py line 4" in sent
 
 
 async def test_open_hunks_send_the_next_message_to_every_variant(trio):

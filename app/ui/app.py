@@ -19,6 +19,7 @@ from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import OPEN
 from app.core.knowledge.service import Knowledge
 from app.core.provider import Provider
+from app.core.text.plural import plural
 from app.core.variants.group import Variants
 from app.ui import actions, compat
 from app.ui.dialogs.help import HelpScreen
@@ -96,7 +97,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
             r = self.resumed
             moved = f"; rebased onto your edits: {', '.join(r.moved)}" if r.moved else ""
             cut = "; the last answer was cut short: it is kept as interrupted" if r.cut else ""
-            self.notify(f"resumed session {r.id} ({r.turns} turns){moved}{cut}", timeout=6)
+            self.notify(f"resumed session {r.id} ({plural(r.turns, 'turn')}){moved}{cut}", timeout=6)
 
     async def on_unmount(self) -> None:
         await self.variants.aclose()

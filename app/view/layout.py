@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import Hunk, HunkState
+from app.core.text.plural import plural
 
 CONTEXT = 3
 TAB = 4  # tab stops every 4 columns, in every pane
@@ -92,7 +93,7 @@ class FileLayout:
             if i >= k or k == 0:  # hunk i's gap, context before and own rows
                 lo = max(pos, h.base_start - context)
                 if lo > pos:
-                    out.append(Row("gap", f"{lo - pos} unchanged lines", old_no=pos + 1,
+                    out.append(Row("gap", plural(lo - pos, "unchanged line"), old_no=pos + 1,
                                    new_no=pos + 1 + shift))
                 out += _context(base, lo, h.base_start, shift, side_by_side)
                 self.header_rows[h.id] = len(out)
@@ -105,7 +106,7 @@ class FileLayout:
             out += _context(base, h.base_end, hi, shift, side_by_side)
             pos = max(hi, h.base_end)
         if hunks and pos < len(base):
-            out.append(Row("gap", f"{len(base) - pos} unchanged lines", old_no=pos + 1, new_no=pos + 1 + shift))
+            out.append(Row("gap", plural(len(base) - pos, "unchanged line"), old_no=pos + 1, new_no=pos + 1 + shift))
         # laid out from the top: the file's notes above the first hunk may have changed too
         self.changed = _runs(self._rows, out, 0 if k == 0 else start)
         self._rows, self._marks = out, marks

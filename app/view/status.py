@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from rich.cells import cell_len
+from rich.segment import Segment
 
 from app.core.conversation.session import Session, Turn
 from app.core.edits.diff import PendingDiff
@@ -55,12 +56,47 @@ def fit(parts: tuple[Part, ...] | list[Part], width: int) -> str:
     while len(kept) > 1 and cell_len(line(kept)) > width:
         worst = max(p.rank for p in kept)
         kept.remove([p for p in kept if p.rank == worst][-1])
-    text = line(kept)
+    return clip(line(kept), width)
+
+
+def clip_segments(segments: list[Segment], width: int) -> list[Segment]:
+    """Styled runs of one line (escapes dimmed, say) cut as `clip` cuts their text: after a
+    whole word, with "…" in the style of the run it ends."""
+    plain = "".join(seg.text for seg in segments)
+    if cell_len(plain) <= width:
+        return segments
+    n = len(clip(plain, width)) - 1  # the characters kept, before the "…"
+    out: list[Segment] = []
+    for seg in segments:
+        if n <= 0:
+            break
+        out.append(Segment(seg.text[:n], seg.style) if len(seg.text) > n else seg)
+        n -= len(seg.text)
+    last = out[-1].style if out else (segments[0].style if segments else None)
+    return [*out, Segment("…", last)]
+
+
+def clip(text: str, width: int) -> str:
+    """`text` in at most `width` cells, cut after a whole word with "…" when it does not fit
+    (a single word wider than the line is cut where the line ends). The one cut every line
+    steer draws goes through: a title, a card, a status or a footer never ends in half a
+    word."""
     if cell_len(text) <= width:
         return text
-    cut = text[: max(0, width - 1)]
-    space = cut.rfind(" ")
-    return (cut[:space].rstrip(" ·,:") if space > 0 else cut) + "…"
+    if width <= 1:
+        return "…"[:max(0, width)]
+    cells, n = 0, 0
+    for ch in text:  # (cells, not characters: a wide character counts two)
+        cells += cell_len(ch)
+        if cells > width - 1:
+            break
+        n += 1
+    cut = text[:n]
+    if text[n] != " ":  # the cut fell inside a word
+        space = cut.rfind(" ")
+        if space > 0:
+            cut = cut[:space]
+    return cut.rstrip(" ·,:;") + "…"
 
 
 STALL_SHOWN = 3.0  # seconds without data from the back-end before the title says so
@@ -142,21 +178,33 @@ def status_text(provider: Provider, turn: Turn) -> str:
     return f"{provider.label} · {turn_figures(turn)}"
 
 
+# what a narrow conversation pane keeps of a figure, by its first word: the state and the
+# live figures (rate, tokens, time) stay; the time to first token, retries, predictions and
+# the format's reason go first
+_LESSER = ("ttft ", "predicted ", "retr")
+
+
+def _figure_rank(i: int, text: str) -> int:
+    if i == 0:
+        return 1  # the state (or the wait, and the way out)
+    return 4 if text.startswith(_LESSER) else 2
+
+
 def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = False) -> StatusLine:
     """"Conversation · figures · format whole: why": the format chosen for the answer and why,
-    last. A narrow pane drops parts from the end (each later part ranks lower)."""
+    last. A narrow pane drops the lesser parts first and keeps the live figures."""
     head = "Conversation (raw: what the model sent)" if raw else "Conversation"
-    texts = [head]
-    if turn is not None:
-        user = session is not None and session.agent.waiting_for_user
-        texts += figure_parts(turn, stop_hint="Esc to stop", user=user)
-        if session is not None and session.fmt_reason and turn is session.turn:
-            texts.append(f"format {session.fmt}: {session.fmt_reason}")
     if turn is not None and session is not None and session.sent.full and turn is session.turn:
         # the conversation did not continue (DESIGN rule 10): part of the head, so a narrow
         # pane drops the figures first and cuts the reason before it drops the fact
-        texts[0] += f" · sent in full ({session.sent.full})"
-    parts = [Part(t, i) for i, t in enumerate(texts)]
+        head += f" · sent in full ({session.sent.full})"
+    parts = [Part(head, 0)]
+    if turn is not None:
+        user = session is not None and session.agent.waiting_for_user
+        figures = figure_parts(turn, stop_hint="Esc to stop", user=user)
+        parts += [Part(t, _figure_rank(i, t)) for i, t in enumerate(figures)]
+        if session is not None and session.fmt_reason and turn is session.turn:
+            parts.append(Part(f"format {session.fmt}: {session.fmt_reason}", 5))
     note = waiting_note(session, True, False, "Ctrl+G", "Ctrl+D") if session is not None else ""
     if note:  # after the state: what the user does next, kept on a narrow pane
         parts.insert(min(2, len(parts)), Part(note, 1))

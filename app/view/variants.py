@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from app.core.variants.check import CheckResult
 from app.core.variants.group import Variant, Variants, summary
-from app.view.status import Part, StatusLine
+from app.view.status import Part, StatusLine, clip
+
+CHECK_LINES = 3  # of a failed check's output, on its variant's card
 
 MARKS = {"connecting": "…", "streaming": "✎", "done": "✓", "interrupted": "■", "error": "✗"}
 
@@ -77,9 +79,13 @@ def card(v: Variant, shown: bool, check: CheckResult | None = None, width: int =
     prose = _opening(p.prose if p is not None else [], width)
     if turn is not None and turn.error is not None:
         prose = turn.error.message
-    if len(prose) > width:
-        prose = prose[: width - 1] + "…"
-    return f"{head}\n    {' · '.join(figures)}" + (f"\n    {prose}" if prose else "")
+    prose = clip(prose, width)
+    out = f"{head}\n    {' · '.join(figures)}" + (f"\n    {prose}" if prose else "")
+    if check is not None and not check.passed and check.output.strip():
+        # what the check said last (a test runner's summary): the reason it failed
+        tail = [t for t in check.output.strip().splitlines() if t.strip()][-CHECK_LINES:]
+        out += "".join(f"\n    │ {clip(t.strip(), width - 2)}" for t in tail)
+    return out
 
 
 def _opening(prose: list[str], width: int) -> str:

@@ -61,7 +61,7 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
                   border: thick $warning; background: $surface; padding: 1 2; }
     #rewind-title { text-style: bold; color: $warning; padding-bottom: 1; }
     #rewind-list { height: auto; max-height: 60vh; }
-    #rewind-foot { color: $text-muted; padding-top: 1; }
+    #rewind-foot { color: $text-muted; padding-top: 1; width: 100%; }  /* wraps, never cut */
     """
     BINDINGS = [
         Binding("enter,b", "choose('both')", "Both", priority=True),

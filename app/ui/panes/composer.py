@@ -35,6 +35,7 @@ from app.ui.messages import SessionChanged
 from app.ui.widgets.highlight import warm_lexer
 from app.ui.widgets.line import Line
 from app.ui.widgets.prompt import PromptInput
+from app.view.status import Part, StatusLine
 
 MAP_TICK = 0.5  # seconds between looks at the map's build (the context line shows it)
 
@@ -280,10 +281,14 @@ class Composer(Vertical):
             shown = (shown + "  " if ctx else "") + "  ".join(
                 f"◇ {p}" for p in named) + f" (named; {keys} drops)"
         prompt.named = named  # a reactive: the key bar hears of a change
+        parts = [Part(f"Context: {shown}", 0), Part(budget, 2)]
         if know is not None:
             self._map_shown = know.line()
-            budget += f" · {self._map_shown}"
-        self.context_line.set(f"Context: {shown} · {budget}{hint}")
+            parts.append(Part(self._map_shown, 3))
+        if hint:
+            parts.insert(1, Part(hint.strip(), 1))
+        # a narrow terminal drops whole parts (the map's state first), never half a word
+        self.context_line.set(StatusLine(parts))
         if set(ctx) != self._context_shown:
             self._context_shown = set(ctx)
             self.post_message(self.ContextChanged(set(ctx)))

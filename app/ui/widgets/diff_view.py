@@ -31,6 +31,7 @@ from app.ui.compat import set_virtual_size
 from app.ui.widgets.highlight import Highlighter
 from app.view.layout import TAB, FileLayout, Row, shown
 from app.view.outside_text import clean, segments, visible
+from app.view.status import clip, clip_segments
 
 GUTTER = 12  # "12345 12345 " old and new line numbers
 GROW = 64  # while following a streaming hunk, the scroll range grows this many rows at a time
@@ -432,13 +433,16 @@ class DiffView(ScrollView, can_focus=True):
         kind = row.kind
         if kind == "file":
             style = self._style("file")
-            return Strip(_line(f" {row.text}", style, one_line=True)).crop_extend(0, width, style)
+            return Strip(clip_segments(_line(f" {row.text}", style, one_line=True), width)
+                         ).crop_extend(0, width, style)
         if kind == "note":
             if row.hunk is not None:  # a hunk's own note, under its header
                 style = self._style(row.hunk.state.value)
-                return Strip([Segment(" " * (GUTTER + 2), base), *_line(f"↳ {row.text}", style, one_line=True)]
-                             ).crop_extend(0, width, base)
-            return Strip(_line(f" {row.text}", self._style("note"), one_line=True)).crop_extend(0, width, base)
+                note = clip_segments(_line(f"↳ {row.text}", style, one_line=True),
+                                     width - GUTTER - 2)
+                return Strip([Segment(" " * (GUTTER + 2), base), *note]).crop_extend(0, width, base)
+            return Strip(clip_segments(_line(f" {row.text}", self._style("note"), one_line=True),
+                                       width)).crop_extend(0, width, base)
         if kind == "gap":
             text = f"{'':>{GUTTER}}   ⋯ {row.text}"
             return Strip(_line(text, self._style("gap"))).crop_extend(0, width, base)
@@ -461,6 +465,7 @@ class DiffView(ScrollView, can_focus=True):
                 text = (f" #{h.id} {label}   -{h.base_start + 1},{h.base_end - h.base_start} "
                         f"+{row.new_no},{len(shown(h))}")
             head = self._style("cursor") + style if current else style
+            text = clip(text, width - 1 - GUTTER)
             return Strip([bar, Segment(" " * GUTTER, base), Segment(text, head)]).extend_cell_length(
                 width, head if current else base)
         if kind == "pair":

@@ -21,6 +21,7 @@ from textual.dom import DOMNode
 from textual.widget import Widget
 
 from app.ui.actions import BY_ID
+from app.view.status import clip
 
 WHERE = {  # the bar's first word: where the next key goes (the screen's focus areas)
     "prompt": "✎ typing", "diff": "◆ reviewing", "tree": "▤ files", "queue": "⏳ queue",
@@ -68,7 +69,7 @@ class KeyBar(Widget):
 
     def set_label(self, action_id: str, label: str) -> None:
         """Say more than the table's label for an action, now ("" goes back to it)."""
-        label = label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "…"
+        label = clip(label, LABEL_MAX)
         if self.labels.get(action_id, "") != label:
             self.labels[action_id] = label
             self.update()

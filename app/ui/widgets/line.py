@@ -1,6 +1,6 @@
 """One line of text that changes often (titles, the status line). A `StatusLine` (app/view/
-status.py) is fitted to the width by whole parts, so a narrow terminal never shows a word
-cut in two at its edge. What these lines carry (paths, a model's name, an error) is outside
+status.py) is fitted to the width by whole parts, and any other text is cut after a whole
+word (`clip`), so a narrow terminal never shows a word cut in two at its edge. What these lines carry (paths, a model's name, an error) is outside
 text: it is shown as app/view/outside_text.py's `name` shows it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from app.view.outside_text import name
-from app.view.status import Part, StatusLine
+from app.view.status import Part, StatusLine, clip
 
 
 class Line(Widget):
@@ -37,7 +37,7 @@ class Line(Widget):
     def shown(self) -> str:
         """The text as drawn at the width it has now."""
         width = self.content_region.width
-        return self.text.fit(width) if isinstance(self.text, StatusLine) else self.text[:width]
+        return self.text.fit(width) if isinstance(self.text, StatusLine) else clip(self.text, width)
 
     def on_resize(self) -> None:
         self._strip = None
@@ -52,7 +52,7 @@ class Line(Widget):
         if y:
             return Strip.blank(width, style)
         if self._strip is None or self._strip.cell_length != width:
-            text = self.text.fit(width) if isinstance(self.text, StatusLine) else self.text
+            text = self.text.fit(width) if isinstance(self.text, StatusLine) else clip(self.text, width)
             self._strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
         return self._strip
 

@@ -43,6 +43,7 @@ from app.ui.widgets.welcome import welcome_strips
 from app.view.cards import STYLES as CARD_STYLES
 from app.view.layout import TAB
 from app.view.outside_text import clean, for_markdown, name, segments, unmark, visible
+from app.view.status import clip_segments
 from app.view.welcome import Row as WelcomeRow
 
 STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-cursor", *CARD_STYLES,
@@ -411,7 +412,8 @@ class StreamView(ScrollView, can_focus=True):
             style = base + self._style(b.style)
             if b.key == self.card_cursor:
                 style = style + self._style("card-cursor")
-            return [Strip(segments([(b.text, style)], tabs=None)).crop_extend(0, width, style)]
+            return [Strip(clip_segments(segments([(b.text, style)], tabs=None), width)
+                          ).crop_extend(0, width, style)]
         if b.kind == "plain":
             style = base + self._style(b.style)
             line = b.text
