@@ -90,6 +90,8 @@ def test_json_report(repo):
     assert rep["exit_code"] == 0 and rep["stats"]["tokens"] == len(split_tokens(ANSWER))
     assert rep["stats"]["state"] == "done" and rep["files"][0]["path"] == "f.txt"
     assert (repo / "f.txt").read_text() == EXPECTED
+    # the words around the edits, one paragraph break where each block stood
+    assert rep["explanation"] == "Two small changes.\n\nDone."
 
 
 # -- an answer cut short writes nothing --------------------------------------------------------

@@ -309,3 +309,17 @@ def test_every_card_style_is_one_the_pane_draws():
                     card = Card(0, "f.py", ids=list(hunks), done=done, error=error)
                     text, style = card_text([card], hunks)
                     assert style in STYLES and text.startswith(("✎ f.py", "⚠ f.py"))
+
+
+def test_an_edit_block_starting_in_the_tail_shows_as_writing_not_as_markup():
+    """While the parser holds back the start of a block (it cannot tell prose from an edit
+    yet), the conversation says which file is being written, not the raw markup."""
+    from app.view.frames import writing
+
+    for cut in range(1, 8):
+        tail = "Here it is.\ncalc.py\n```python\n" + "<<<<<<< SEARCH"[:cut + 2]
+        assert writing(tail) == "Here it is.\nwriting calc.py…"
+    assert writing("Done.\ncalc.py\n```py") == "Done.\nwriting calc.py…"
+    assert writing("so\n<<<<<<") == "so\nwriting an edit…"
+    for prose in ("plain words", "a `code` span", "x < y and y > z", "* a list item"):
+        assert writing(prose) == prose

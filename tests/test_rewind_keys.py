@@ -58,7 +58,7 @@ async def test_u_says_what_it_would_undo_before_it_is_pressed(demo):
             assert "u Undo" not in bar.plain  # nothing to undo yet
             await pilot.press("y")
             await until(pilot, lambda: disk(demo) != CALC)
-            await until(pilot, lambda: "u Undo hunks #1 in calc.py" in bar.plain)  # said first
+            await until(pilot, lambda: "u Undo hunk #1 in calc.py" in bar.plain)  # said first
             await pilot.press("u")
             await until(pilot, lambda: disk(demo) == CALC)
             await until(pilot, lambda: "u Undo" not in bar.plain)

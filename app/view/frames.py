@@ -220,7 +220,7 @@ class FrameSync:
                     if item[1].strip():  # a card after words: a line of its own
                         self._last_key = -1
                     f.answer.append(Piece(item[1] + "\n", "md"))
-        tail = self.session.tentative if turn is self.session.turn else ""
+        tail = writing(self.session.tentative) if turn is self.session.turn else ""
         if tail != self._tail:
             if self._thinking:
                 f.answer.append(Piece("", line=True))
@@ -383,3 +383,26 @@ class FrameSync:
             status = review_line(self.session)
             if status != self._status:
                 self._status = f.status = status
+
+
+# how an edit block starts, as the parser holds it back until it can tell (fence, the
+# search/replace marker, apply_patch's envelope): shown as what it is, not as markup
+_OPENERS = ("```", "<<<<<<<", "*** Begin Patch", "*** Update File", "*** Add File")
+
+
+def writing(tail: str) -> str:
+    """The prose not yet placed, with an edit block that starts in it (the path line, its
+    fence, the first marker, perhaps half typed) shown as "writing calc.py…": the card
+    takes over once the parser knows it is an edit."""
+    if not tail or not any(c in tail for c in "`<*"):
+        return tail
+    lines = tail.split("\n")
+    for i, line in enumerate(lines):
+        t = line.strip()
+        if len(t) >= 3 and any(o.startswith(t) or t.startswith(o) for o in _OPENERS):
+            path = lines[i - 1].strip().strip("`*:") if i and t.startswith("`") else ""
+            if t.startswith("*** ") and ":" in t:
+                path = t.split(":", 1)[1].strip()
+            keep = lines[: i - 1] if path and not t.startswith("*** ") else lines[:i]
+            return "\n".join([*keep, f"writing {path}…" if path else "writing an edit…"])
+    return tail

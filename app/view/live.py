@@ -131,7 +131,7 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
             "rejected_prediction_tokens": turn.usage.rejected_prediction if turn.usage else None,
         },
         "error": {"kind": turn.error.kind, "message": turn.error.message} if turn.error else None,
-        "explanation": "\n".join(pending.prose).strip(),
+        "explanation": explanation(pending.prose),
         "files": [
             {
                 "path": fd.path,
@@ -162,3 +162,13 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
         "recovered": outcome.recovered if outcome else [],
         "diff": unified(pending),
     }
+
+
+def explanation(prose: list[str]) -> str:
+    """The answer's words around its edits: the blank lines each edit block left in their
+    place folded into one paragraph break."""
+    out: list[str] = []
+    for line in prose:
+        if line.strip() or (out and out[-1].strip()):
+            out.append(line.rstrip())
+    return "\n".join(out).strip()

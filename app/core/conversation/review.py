@@ -598,8 +598,14 @@ def _grouped(items: list[tuple[Hunk, str]]) -> list[tuple[str, list[Hunk]]]:
 
 
 def _label(what: str, decided: list[tuple[Hunk, list[str]]]) -> str:
+    """What the journal (and u's key label) calls an accept: "hunk #3 in calc.py", "lines
+    of hunk #1 in calc.py", "accept all: hunks #1, #4 in a.py, b.py"."""
+    if not decided:
+        return f"accept {what}: nothing" if what else "nothing"
+    files = ", ".join(sorted({h.path for h, _ in decided}))
+    if what.endswith(f"hunk #{decided[0][0].id}") and len(decided) == 1:  # lines, edited
+        return f"{what} in {files}"
     ids = ", ".join(f"#{h.id}" for h, _ in decided[:8])
     more = f" and {len(decided) - 8} more" if len(decided) > 8 else ""
-    files = sorted({h.path for h, _ in decided})
-    head = f"accept {what}: " if what else ""
-    return f"{head}hunks {ids}{more} in {', '.join(files)}"
+    hunks = f"{'hunk' if len(decided) == 1 else 'hunks'} {ids}{more} in {files}"
+    return f"accept {what}: {hunks}" if what else hunks
