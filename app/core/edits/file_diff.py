@@ -10,6 +10,7 @@ from typing import Protocol
 from app.core.disk.snapshot import Snapshot
 from app.core.edits.formats import fragments
 from app.core.edits.hunks import DECIDED, Hunk, HunkState
+from app.core.text import parses
 from app.core.text.linediff import Change, apply_changes, line_diff
 from app.core.text.locate import LADDER
 
@@ -200,6 +201,14 @@ class FileDiff:
 
         return expected, shift
 
+
+    def breaks(self, h: Hunk, lines: list[str]) -> str:
+        """Why this file would no longer parse with `lines` written in place of hunk `h`
+        (over what steer believes is on disk); "" when it would, or steer cannot tell."""
+        before, shift = self.expected()
+        start = h.base_start + shift(h.base_start)
+        after = before[:start] + lines + before[start + h.base_end - h.base_start:]
+        return parses.breaks(h.path, before, after)
     def new_hunk(self, start: int, end: int, old: list[str], new: list[str]) -> Hunk:
         h = Hunk(self.owner.next_id(), self.path, start, end, old, new)
         self.touch(h)

@@ -15,7 +15,7 @@ class RejectReason(ModalScreen[str | None]):
     """Enter rejects (an empty reason is fine), Esc cancels: nothing is rejected."""
 
     DEFAULT_CSS = """
-    RejectReason { align: center middle; }
+    RejectReason { align: center bottom; }  /* the hunk it rejects stays in sight above */
     #reject-box { width: 80; max-width: 100%; height: auto; border: thick $error;
                   background: $surface; padding: 1 2; }
     #reject-title { text-style: bold; color: $error; padding-bottom: 1; }

@@ -18,17 +18,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Any, Self
 
-from rich.text import Text
 from textual import getters, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import var
-from textual.widgets import Static
 
-from app.core.conversation.review import AcceptPlan, Outcome, pick_lines
+from app.core.conversation.review import AcceptPlan, Outcome
 from app.core.conversation.session import Session
 from app.core.disk.editor import edit_lines, editor_command
 from app.core.disk.journal import UndoRefused
@@ -37,31 +35,24 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.git.live_tree import LiveTree
 from app.core.git.sync import SyncUpdate
-from app.core.text import parses
 from app.core.text.invisible import found
 from app.core.text.plural import plural
 from app.core.variants.group import Variants
 from app.ui import actions
 from app.ui.compat import alive
-from app.ui.dialogs.commit import CommitScreen
 from app.ui.dialogs.hunk_editor import HunkEditor
 from app.ui.dialogs.reject_reason import RejectReason
 from app.ui.messages import SessionChanged
+from app.ui.panes.review_git import HEADS, GitKeys, View
+from app.ui.panes.review_lines import LineKeys
 from app.ui.widgets.diff_view import DiffView
 from app.ui.widgets.file_tree import FileTree
 from app.ui.widgets.line import Line
-from app.view import gitdiff
-from app.view.outside_text import to_text
+from app.ui.widgets.line_preview import LinePreview
 from app.view.status import Part, StatusLine
 
-View = Literal["pending", "head", "index"]
-HEADS = {"pending": "Pending diff", "head": "Working tree vs HEAD", "index": "Staged (index vs HEAD)"}
 
-
-PREVIEW_LINES = 6  # line mode's preview of what y writes: this many lines, then a count
-
-
-class ReviewPane(Vertical):
+class ReviewPane(LineKeys, GitKeys, Vertical):
     BINDINGS = actions.bindings("review")
     DEFAULT_CSS = """
     ReviewPane > #line-preview { height: auto; max-height: 9; background: $panel;
@@ -76,7 +67,7 @@ class ReviewPane(Vertical):
 
     diff = getters.query_one(DiffView)
     heading = getters.query_one("#diff-title", Line)
-    preview = getters.query_one("#line-preview", Static)
+    preview = getters.query_one("#line-preview", LinePreview)
 
     @dataclass
     class UndoChanged(Message):
@@ -99,9 +90,6 @@ class ReviewPane(Vertical):
         self.selected: str | None = None
         self.follow = True  # the diff follows the file being streamed until the user navigates
         self._elsewhere = ""  # where the answer writes, when the review is not following it
-        # line mode: the picks a first y warned would leave the file unparsable (a second
-        # y with the same picks takes them)
-        self._warned: tuple[int, frozenset[int]] | None = None
 
     @property
     def session(self) -> Session:
@@ -112,7 +100,7 @@ class ReviewPane(Vertical):
         yield Line(HEADS["pending"], id="diff-title", classes="pane-title")
         yield Line(id="variant-tabs", classes="pane-title")
         yield DiffView(id="diff")
-        yield Static(id="line-preview")
+        yield LinePreview(id="line-preview")
 
     def on_mount(self) -> None:
         self.run_worker(self._recover(), group="recover")
@@ -283,60 +271,6 @@ class ReviewPane(Vertical):
             parts.append(Part(self._elsewhere, 1))
         self.heading.set(StatusLine(parts))
 
-    def line_result(self) -> tuple[Hunk, list[str] | None, str] | None:
-        """Line mode: the hunk, the lines y would write in its place (None: nothing is
-        picked, so y writes nothing), and why the file would no longer parse ("" when it
-        would, or steer cannot tell). Only lines marked ✓ count: a - line unmarked stays on
-        disk, a + line unmarked is not added, as in `git add -p`."""
-        diff, h = self.diff, self.diff.hunk
-        if not diff.line_mode or h is None or diff.fd is None:
-            return None
-        if not diff.picked:
-            return h, None, ""
-        lines = pick_lines(h, diff.picked)
-        return h, lines, self.breaks(h, lines)
-
-    def breaks(self, h: Hunk, lines: list[str]) -> str:
-        """Why the hunk's file would no longer parse with `lines` written in its place (""
-        when it would, or steer cannot tell)."""
-        fd = self.session.pending.files.get(h.path) if self.session.pending else None
-        if fd is None:
-            return ""
-        before, shift = fd.expected()
-        start = h.base_start + shift(h.base_start)
-        after = before[:start] + lines + before[start + h.base_end - h.base_start:]
-        return parses.breaks(h.path, before, after)
-
-    def _render_preview(self) -> str:
-        """Under the diff in line mode: what y writes, and a flag when it breaks the file."""
-        result = self.line_result()
-        self.preview.set_class(result is not None, "-shown")
-        if result is None:
-            return ""
-        h, lines, broken = result
-        if lines is None:
-            self.preview.update(Text.assemble(
-                ("Nothing picked: y writes nothing. ", "bold"),
-                "Space picks the line under the cursor (✓): a picked − line goes, a picked + "
-                "line comes in; every line not picked stays as it is on disk."))
-            return ""
-        text = Text(f"y writes in place of hunk #{h.id}'s {plural(len(h.old), 'line')}:\n",
-                    style="bold")
-        for line in lines[:PREVIEW_LINES]:
-            text.append_text(to_text(f"  {line}\n"))
-        if len(lines) > PREVIEW_LINES:
-            text.append(f"  … {len(lines) - PREVIEW_LINES} more\n", style="dim")
-        if not lines:
-            text.append("  (no line: the picked − lines go, and no + line was picked)\n",
-                        style="dim")
-        if broken:
-            text.append(f"⚠ {h.path} would no longer parse: ",
-                        style=f"bold {self.app.current_theme.warning or 'yellow'}")
-            text.append_text(to_text(broken))
-        text.rstrip()
-        self.preview.update(text)
-        return broken
-
     @on(DiffView.LeaveFile)
     def _leave_file(self, event: DiffView.LeaveFile) -> None:
         pending = self.session.pending
@@ -360,21 +294,7 @@ class ReviewPane(Vertical):
         if self.session.streaming:
             self.follow = False  # the user reviews: the view stays where they are
 
-    def leave_line_mode(self) -> bool:
-        """Esc: out of line mode, if it is on."""
-        if not self.diff.line_mode:
-            return False
-        self.diff.line_mode = False
-        self.diff.refresh()
-        return True
-
     # -- the review's keys -----------------------------------------------------------------
-    def action_line_mode(self) -> None:
-        self.diff.toggle_line_mode()
-
-    def action_pick_line(self) -> None:
-        self.diff.pick_line()
-
     def action_side_by_side(self) -> None:
         self.diff.toggle_side_by_side()
 
@@ -390,39 +310,6 @@ class ReviewPane(Vertical):
             return
         self._warned = None
         out = await self._carry_out(review.plan_hunks([h.id]))
-        if out is not None and out.accepted:
-            self._advance()  # on to the next one; a refused accept stays where the user looks
-
-    def action_leave_lines(self) -> None:
-        self.leave_line_mode()
-
-    async def action_accept_lines(self) -> None:
-        """y in line mode: only the lines marked ✓ (nothing marked: nothing written)."""
-        diff, h, review = self.diff, self.diff.hunk, self.session.review
-        if h is None or review is None or not diff.line_mode:
-            return
-        if h.state not in OPEN:
-            self.notify(f"hunk #{h.id} is {h.state.value}", timeout=2)
-            return
-        result = self.line_result()
-        if result is None or result[1] is None:
-            self.notify("Nothing picked: pick lines with Space (y then takes the picked "
-                        "lines); nothing was written", timeout=4)
-            return
-        broken = result[2]
-        picks = (h.id, frozenset(diff.picked))
-        if broken and self._warned != picks:  # the first y says why; a second takes it
-            self._warned = picks
-            self.notify(f"⚠ the picked lines leave {h.path} unparsable ({broken}); nothing "
-                        "was written: y again takes them anyway", severity="warning", timeout=10)
-            return
-        plan = review.plan_lines(h.id, diff.picked)
-        diff.line_mode = False
-        self._warned = None
-        out = await self._carry_out(plan)
-        if out is not None and out.accepted and broken:
-            self.notify(f"⚠ {h.path} no longer parses ({broken}): u undoes",
-                        severity="warning", timeout=10)
         if out is not None and out.accepted:
             self._advance()  # on to the next one; a refused accept stays where the user looks
 
@@ -446,6 +333,7 @@ class ReviewPane(Vertical):
                 self.post_message(SessionChanged(force_status=False))
                 self._advance()
 
+        self.diff.hunk_to_top()  # in sight above the dialog
         self.app.push_screen(RejectReason(f"hunk #{h.id}"), callback=done)
 
     async def action_accept_file(self) -> None:
@@ -496,6 +384,7 @@ class ReviewPane(Vertical):
             self.notify(f"hunk #{h.id} holds invisible characters ({', '.join(hidden[:3])}): set "
                         "$EDITOR to edit it, or decide it as it is", severity="warning", timeout=8)
             return
+        self.diff.hunk_to_top()  # in sight above the editor
         self.app.push_screen(HunkEditor(h, check=lambda lines: self.breaks(h, lines)),
                              callback=self._edited(h.id))
 
@@ -528,35 +417,6 @@ class ReviewPane(Vertical):
     def action_retry(self) -> None:
         if self.session.retry_refused() is not None:
             self.post_message(SessionChanged())
-
-    def action_cycle_view(self) -> None:
-        views: list[View] = ["pending", "head", "index"] if self.live.in_git else ["pending"]
-        self.view = views[(views.index(self.view) + 1) % len(views)] if self.view in views else "pending"
-        if self.selected:
-            self.select(self.selected, None)
-
-    async def action_stage(self) -> None:
-        result = await self.live.stage()
-        if result is None:
-            return
-        for msg in result.messages:
-            self.notify(msg, severity="warning", timeout=8)
-        if result.staged:
-            self.notify(f"staged the accepted hunks of {', '.join(result.staged)}", timeout=4)
-        elif not result.messages:
-            self.notify("the accepted hunks were staged already", timeout=3)
-
-    def action_commit(self) -> None:
-        if not self.live.in_git:
-            self.notify("not a git repository: nothing to commit", severity="warning")
-            return
-
-        def done(summary: str | None) -> None:
-            if summary:
-                self.notify(f"committed: {summary}", timeout=6)
-
-        self.app.push_screen(CommitScreen(self.live, self.session.provider, self.live.staged()),
-                             callback=done)
 
     # -- carrying a decision out -----------------------------------------------------------
     async def _carry_out(self, plan: AcceptPlan) -> Outcome | None:
@@ -632,15 +492,3 @@ class ReviewPane(Vertical):
             self.notify(f"completed an interrupted {e.op}: {e.label}{notes}", severity="warning",
                         timeout=10)
         await self.check_undo()
-
-    async def _show_git_view(self, path: str) -> None:
-        if not self.live.in_git:
-            return
-        which: Literal["head", "index"] = "head" if self.view == "head" else "index"
-        what = "working tree vs HEAD" if which == "head" else "index vs HEAD"
-        try:
-            text = await self.live.diff(path, which)
-        except Exception as exc:  # noqa: BLE001 - git's own message, shown where the diff goes
-            text, what = "", f"{what}: git failed: {exc}"
-        if alive(self) and self.selected == path and self.view != "pending":
-            self.diff.show_rows(path, gitdiff.rows(path, text, what))

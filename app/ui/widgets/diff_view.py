@@ -296,6 +296,13 @@ class DiffView(ScrollView, can_focus=True):
             return
         self.scroll_to(y=y, animate=False, immediate=True, force=True)
 
+    def hunk_to_top(self) -> None:
+        """The cursor's hunk at the top of the view: a dialog about it opens below."""
+        h = self.hunk
+        if h is not None and h.id in self._hunk_rows:
+            self.scroll_to(y=max(0, self._hunk_rows[h.id] - 1), animate=False, immediate=True,
+                           force=True)
+
     def _scroll_to_line(self) -> None:
         h = self.hunk
         if h is None or h.id not in self._hunk_rows:
