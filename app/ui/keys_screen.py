@@ -130,10 +130,14 @@ class KeysScreen(FrameTickScreen):
 
     @on(FilesPane.Folded)
     def _place_tree(self) -> None:
-        """The tree folds away on a narrow terminal; the key bar lists its toggle meanwhile."""
+        """The tree folds away on a narrow terminal; the key bar lists its toggle meanwhile.
+        Shown there on purpose (Ctrl+T), it takes the conversation's place, not the diff's:
+        the diff keeps a width it can be read at, and the conversation is back when the tree
+        folds again."""
         if self._ready:
             shown = self.files_pane.shown
             self.set_class(not shown, "-tree-hidden")
+            self.set_class(shown and self.narrow, "-tree-crowds")
             self.key_bar.set_also(frozenset() if shown and not self.narrow else frozenset({"toggle_tree"}))
 
     # -- availability (the action table's conditions: app/ui/availability.py) -------------

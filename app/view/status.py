@@ -206,8 +206,8 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
         if session is not None and session.fmt_reason and turn is session.turn:
             parts.append(Part(f"format {session.fmt}: {session.fmt_reason}", 5))
     note = waiting_note(session, True, False, "Ctrl+G", "Ctrl+D") if session is not None else ""
-    if note:  # after the state: what the user does next, kept on a narrow pane
-        parts.insert(min(2, len(parts)), Part(note, 1))
+    if note:  # after the state: what the user does next (the key bar says it too, so a
+        parts.insert(min(2, len(parts)), Part(note, 3))  # narrow pane keeps the figures)
     return StatusLine(parts)
 
 

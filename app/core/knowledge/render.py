@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from app.core.knowledge.index import Index, folder
 from app.core.knowledge.rank import Ranking
 from app.core.text.names import carried
+from app.core.text.plural import plural
 from app.core.text.tokens import estimate_tokens
 
 DEFAULT_BUDGET = 1500  # tokens; the embedded 8k-window model is given less by its caller
@@ -197,8 +198,8 @@ class MapStatus:
         if self.state in ("starting", "listing"):
             return "map: listing files…"
         if self.state == "failed":
-            return f"map: {self.files:,} files · paths only ({self.error})"
+            return f"map: {plural(self.files, 'file')} · paths only ({self.error})"
         if self.state == "building":
             pct = int(100 * self.done / self.total) if self.total else 0
-            return f"map: {self.files:,} files · building {pct}%"
-        return f"map: {self.files:,} files"
+            return f"map: {plural(self.files, 'file')} · building {pct}%"
+        return f"map: {plural(self.files, 'file')}"

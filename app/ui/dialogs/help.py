@@ -27,26 +27,27 @@ class HelpScreen(ModalScreen[None]):
         self.keys = keys
 
     def compose(self) -> ComposeResult:
-        table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold")
-        table.add_column(style="bold")
-        table.add_column()
-        table.add_column(style="dim")  # the name to rebind it by
-        section = ""
-        for a in sorted(ACTIONS, key=lambda a: SECTIONS.index(a.section)):
-            # cells as Text: a str cell is read as markup, and the keys come from a config file
-            table.add_row(Text(a.section if a.section != section else "", style="italic"),
-                          Text(pretty_keys(self.keys.get(a.id, "")) or "(palette)"), Text(a.help),
-                          Text(a.id))
-            section = a.section
+        # two columns, the sections as headings between them: on a narrow terminal the help
+        # text keeps most of the width (four columns left it a third, three keys a screen)
+        table = Table.grid(padding=(0, 2), expand=True)
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(ratio=1)
+        for section in SECTIONS:
+            rows = [a for a in ACTIONS if a.section == section]
+            if not rows:
+                continue
+            table.add_row(Text(section, style="bold italic"), Text(""))
+            for a in rows:
+                # cells as Text: a str cell is read as markup, and keys come from a config file
+                table.add_row(Text(pretty_keys(self.keys.get(a.id, "")) or "(palette)"),
+                              Text.assemble(a.help, ("  " + a.id, "dim")))  # (its name to rebind)
         with Vertical(id="help"):
             yield Label("steer — keys", id="help-title")
-            yield Label("Keys go only where you put them: the first word of the key bar says where "
-                        "(✎ typing, ◆ reviewing); nothing moves the focus by itself, and letters "
-                        "typed in the prompt are always text. Tab from an empty prompt or Ctrl+D "
-                        "enters the review.", id="help-where")
+            yield Label("Keys go where you put them, nowhere else: the key bar's first word says "
+                        "where (✎ typing: letters are text; ◆ reviewing). Tab from an empty prompt "
+                        "or Ctrl+D enters the review.", id="help-where")
             with VerticalScroll():
                 yield Static(table)
             yield Label(Text(f"Esc closes. Rebind in {config_file_shown()} (the one in use) "
-                             "under [keys], by the names on the right: accept_hunk = \"a\"."),
+                             "under [keys], by the dim names after each line: accept_hunk = \"a\"."),
                         id="help-foot")

@@ -59,7 +59,7 @@ class DiffView(ScrollView, can_focus=True):
         *(f"diffview--{s}" for s in STATE_LABEL.values()),
     }
     DEFAULT_CSS = """
-    DiffView { background: $surface; scrollbar-background: $surface; scrollbar-background-hover: $surface; scrollbar-background-active: $surface; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
+    DiffView { background: $surface; scrollbar-background: $surface; scrollbar-background-hover: $surface; scrollbar-background-active: $surface; scrollbar-color: $primary 45%; scrollbar-color-hover: $primary 65%; scrollbar-color-active: $primary; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
     DiffView > .diffview--file { background: $panel; color: $text; text-style: bold; }
     DiffView > .diffview--note { color: $warning; }
     DiffView > .diffview--gap { color: $text-muted; }
