@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from textual.pilot import Pilot
 
-from app.bench.demo import CALC, CALC_ANSWER, VARIANT_ANSWERS
+from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER, VARIANT_ANSWERS
 from app.server.chat_server import ServerThread
 from app.server.generation import Faults, split_tokens
 
@@ -142,6 +142,34 @@ async def help_screen(pilot: Pilot) -> None:
     await settle(pilot)
 
 
+async def line_mode(pilot: Pilot) -> None:
+    """Line mode on div(): the old and the new signature picked (✓); under the diff,
+    what y writes; the key bar has line mode's keys."""
+    from app.ui.widgets.diff_view import DiffView
+
+    app = steer_app(pilot)
+    await _ask(pilot, "add type hints and guard div against zero")
+    await _done(pilot)
+    await pilot.press("j", "v", "space", "space")  # (Space picks, then moves down)
+    await until(pilot, lambda: len(app.query_one(DiffView).picked) == 2)
+    await settle(pilot)
+
+
+async def redirected(pilot: Pilot) -> None:
+    """"add type hints" redirected mid-answer to "only touch sub please": the hunks the first
+    answer proposed are marked "before your redirect", and Accept all leaves them."""
+    from app.ui.widgets.diff_view import DiffView
+
+    app = steer_app(pilot)
+    await _ask(pilot, "add type hints to every function")
+    await until(pilot, lambda: _deltas(app) >= STALL and len(_hunks(app)) == 2)
+    await _ask(pilot, "only touch sub please")
+    await until(pilot, lambda: len(app.session.turns) == 2)
+    await _done(pilot)
+    app.query_one(DiffView).select(_hunks(app)[0].id)
+    await settle(pilot)
+
+
 async def side_by_side(pilot: Pilot) -> None:
     """The side-by-side view, in the light theme."""
     app = steer_app(pilot)
@@ -202,7 +230,8 @@ class Scenario:
     name: str
     run: Callable[[Pilot], Awaitable[None]]
     faults: Faults = field(default_factory=Faults)
-    answers: list[str] = field(default_factory=lambda: [CALC_ANSWER])  # one per variant
+    # one per variant; a list: that variant's answers, request by request
+    answers: Sequence[str | list[str]] = field(default_factory=lambda: [CALC_ANSWER])
 
 
 SCENARIOS = [
@@ -210,6 +239,9 @@ SCENARIOS = [
     Scenario("review", review),
     Scenario("conflict", conflict),
     Scenario("help", help_screen),
+    Scenario("line-mode", line_mode),
+    Scenario("redirect", redirected, Faults(stall_after=STALL, only_first=1),
+             answers=[[CALC_ANSWER, SUB_ANSWER]]),
     Scenario("variants", variants, answers=VARIANT_ANSWERS),
     Scenario("compare", compare, answers=VARIANT_ANSWERS),
     Scenario("side-by-side", side_by_side),  # last: it leaves the light theme remembered

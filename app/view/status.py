@@ -18,6 +18,7 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import OPEN, HunkState
 from app.core.events import Retrying
 from app.core.provider import Provider
+from app.core.text.plural import plural
 
 SEP = " · "
 
@@ -265,8 +266,9 @@ def review_parts(session: Session) -> list[Part]:
         hunks += f", {c['superseded']} superseded"
     parts += [Part(turn.state, 1), Part(hunks)]  # the answer's title shows the state too
     if c["flagged"]:
-        parts.append(Part(f"⚠ {c['flagged']} large deletion{'s' if c['flagged'] != 1 else ''}: "
-                          "not in accept all", 1))
+        # flagged: a deletion nobody asked for, invisible characters, or before a redirect
+        parts.append(Part(f"⚠ {plural(c['flagged'], 'flagged hunk')}: not in accept all, "
+                          "y takes one", 1))
     refused = sum(1 for e in pending.errors if e.turn == pending.turn)
     if refused:
         parts.append(Part(f"{refused} edit{'s' if refused != 1 else ''} refused (r retries)", 1))
