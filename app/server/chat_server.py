@@ -278,7 +278,9 @@ def main(argv: list[str]) -> int:
                    help="address to bind (default 127.0.0.1; anything else is reachable by others)")
     p.add_argument("--port", type=int, default=8765, help="port (0: any free one)")
     p.add_argument("--model-path", help="GGUF to serve (default: the embedded SmolLM2-135M)")
-    p.add_argument("--replay", metavar="FILE", help="serve this recorded answer instead of a model")
+    p.add_argument("--replay", metavar="FILE", action="append",
+                   help="serve this recorded answer instead of a model; again: the next "
+                        "request's answer (the last one serves every request after)")
     p.add_argument("--rate", type=float, default=0.0, help="replay speed in tokens/s (0: unthrottled)")
     p.add_argument("--drop-after", type=int, help="fault: drop the connection after N tokens")
     p.add_argument("--stall-after", type=int, help="fault: stop sending after N tokens")
@@ -305,13 +307,13 @@ def main(argv: list[str]) -> int:
         print(f"steer serve: binding {args.host}: other machines can connect (the token still "
               "applies)", file=sys.stderr)
     # newline="": the answer exactly as recorded (a bare CR is the model's, not a line end)
-    replay = None
-    if args.replay:
+    replay: list[str] | None = None
+    for path in args.replay or ():
         try:
-            with open(args.replay, encoding="utf-8", newline="") as f:
-                replay = f.read()
+            with open(path, encoding="utf-8", newline="") as f:
+                replay = [*(replay or []), f.read()]
         except (OSError, UnicodeDecodeError) as exc:
-            p.error(f"--replay {args.replay}: {exc.strerror if isinstance(exc, OSError) else exc}")
+            p.error(f"--replay {path}: {exc.strerror if isinstance(exc, OSError) else exc}")
     server = ChatServer(replay=replay, rate=args.rate, model_path=args.model_path, host=args.host,
                         port=args.port,
                         # the token guards the model; a replay serves a file given here (tests)
