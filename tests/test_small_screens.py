@@ -84,10 +84,13 @@ async def test_at_80x24_the_key_bar_keeps_help_and_quit_and_the_status_whole_par
             assert len(bar.plain) <= 80
             whole_parts(status)
             whole_parts(app.query_one("#stream-title", Line))
-            await pilot.press("ctrl+t")  # the tree beside the diff: the diff's title is short
+            # the tree shown on purpose: it takes the conversation's place, and the diff keeps
+            # its width (at 22 columns it was unreadable)
+            await pilot.press("ctrl+t")
             await pilot.pause()
             title = app.query_one("#diff-title", Line)
-            assert title.shown == "calc.py"  # the file, whole, rather than "Pending diff · cal"
+            assert title.shown == "Pending diff · calc.py"
+            assert not app.query_one("#side").display and diff.size.width >= 50
             whole_parts(title)
             await pilot.press("ctrl+t")
             await pilot.pause()

@@ -117,7 +117,7 @@ def test_a_file_the_answer_left_unchanged_is_drawn_whole_in_a_real_terminal(demo
         time.sleep(0.5)
         screen = tmux.screen()
         assert "Nothing pending yet" not in screen, screen
-        assert screen.count("no changes proposed for this file") == 1, screen
+        assert screen.count("already on disk: the file holds what the answer proposes") == 1, screen
         tmux.keys("C-q")
     finally:
         tmux.kill()

@@ -47,6 +47,8 @@ async def settle(pilot: Pilot) -> None:
     diff = pilot.app.query_one(DiffView)
     await pilot.pause(0.05)
     await until(pilot, lambda: not diff.highlighting)
+    # the tree's badges, thinned out while an answer streams, shown (a stall shows them too)
+    await until(pilot, lambda: not steer_app(pilot).main.files_pane.badges_held)
     await pilot.pause(0.05)
     freeze(steer_app(pilot))
 
@@ -102,9 +104,14 @@ async def _done(pilot: Pilot) -> None:
 
 async def streaming(pilot: Pilot) -> None:
     """Mid-answer: one hunk complete and reviewable, the next one streaming."""
+    from app.ui.widgets.diff_view import DiffView
+
     app = steer_app(pilot)
     await _ask(pilot, "add type hints and guard div against zero")
     await until(pilot, lambda: _deltas(app) >= STALL and len(_hunks(app)) == 2)
+    # the diff follows the hunk that streams (its scroll range, and so its scrollbar, grow
+    # in steps meanwhile): the picture is taken once it does
+    await until(pilot, lambda: app.query_one(DiffView).following)
     await settle(pilot)
 
 
@@ -198,6 +205,11 @@ async def _three_variants(pilot: Pilot) -> None:
     await until(pilot, lambda: diff.hunk is not None)
     await pilot.press("y")
     await until(pilot, lambda: "float" in (app.ws.root / "calc.py").read_text())
+    # its toast ("accepted…") shown, then gone: a dialog later is drawn over a screen
+    # without it, every time
+    await until(pilot, lambda: bool(app.screen.query("Toast")))
+    app.clear_notifications()
+    await until(pilot, lambda: not app.screen.query("Toast"))
     await pilot.press("left_square_bracket")  # back to variant 1: its add() gave way
     await until(pilot, lambda: diff.hunk is not None)
     await pilot.press("g")

@@ -156,8 +156,8 @@ class MainScreen(KeysScreen):
         if f.dirty and session.pending is not None:
             self.files_pane.show_pending(session.pending, f, session.streaming)
             self.review.show_pending(session.pending, f.dirty)
-        elif self.files_pane.badges_held and not session.streaming and session.pending is not None:
-            self.files_pane.show_pending(session.pending, f, False)  # what streaming thinned out
+        elif session.pending is not None and self.files_pane.badges_due(session.streaming):
+            self.files_pane.show_pending(session.pending, f, session.streaming)  # held back
         if f.started is not None:
             self.gc.streaming()
             self.review.answer_started()

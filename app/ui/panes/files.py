@@ -127,10 +127,14 @@ class FilesPane(Vertical):
     def new_change_set(self) -> None:
         self._created = set()
 
+    def badges_due(self, streaming: bool) -> bool:
+        """Open-hunk counts thinned out while streaming are due on screen, changed files or
+        not: once the answer ends, or BADGES_EVERY after the last (a stall shows them too)."""
+        return bool(self._badges) and (
+            not streaming or time.perf_counter() - self._badges_at >= BADGES_EVERY)
+
     @property
     def badges_held(self) -> bool:
-        """Open-hunk counts thinned out while streaming and not shown yet: the frame that
-        ends the answer shows them, changed files or not."""
         return bool(self._badges)
 
     def show_pending(self, pending: PendingDiff, f: Frame, streaming: bool) -> None:

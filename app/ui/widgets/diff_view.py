@@ -186,7 +186,10 @@ class DiffView(ScrollView, can_focus=True):
         self.cursor_id = h.id if h is not None else None
         # While a hunk streams in view the rows grow every frame; growing the scroll range in
         # steps keeps the scrollbar from repainting with each of them.
-        n = -(-len(rows) // GROW) * GROW if self.following else len(rows)
+        # (only once the rows overflow the view: a range past rows that fit would show a
+        # scrollbar with nothing to scroll to)
+        n = -(-len(rows) // GROW) * GROW if self.following and len(rows) > self.size.height \
+            else len(rows)
         set_virtual_size(self, Size(self.size.width, n))
         if self.file_layout is not None:
             # repaint only the rows that changed: a growing hunk, its header and new rows

@@ -138,7 +138,7 @@ class StreamView(ScrollView, can_focus=True):
         Binding("enter", "open_card", "Show in diff"),
     ]
     DEFAULT_CSS = """
-    StreamView { background: $surface; scrollbar-background: $surface; scrollbar-background-hover: $surface; scrollbar-background-active: $surface; scrollbar-color: $primary 45%; scrollbar-color-hover: $primary 65%; scrollbar-color-active: $primary; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
+    StreamView { background: $surface; scrollbar-background: $surface; scrollbar-background-hover: $surface; scrollbar-background-active: $surface; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
     StreamView.-tail { scrollbar-size-vertical: 0; }
     StreamView > .streamview--text { color: $text; }
     StreamView > .streamview--user { color: $accent; text-style: bold; }
