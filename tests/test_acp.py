@@ -20,12 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.core.conversation.agent import AgentHost, AgentRefused
-from app.core.conversation.review import Review
 from app.core.conversation.session import Session
 from app.core.disk.journal import Journal
 from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import HunkState
+from app.core.review.review import Review
 from app.providers.acp import AcpAgent
 
 AGENT = Path(__file__).with_name("acp_agent.py")
@@ -192,7 +192,7 @@ async def test_a_partly_accepted_write_says_so(repo, tmp_path, agent_log):
     try:
         session.start("edit")
         await until(lambda: session.agent.writes)
-        await session.arrivals.settle()  # checked against the disk: the hunks the user sees
+        await session.changes.arrivals.settle()  # checked against the disk: the hunks the user sees
         first, second = session.pending.hunks
         session.review.accept([first.id])
         await asyncio.sleep(0.2)

@@ -246,7 +246,7 @@ def ChatServerThread(answer: str):
 def test_an_edited_merge_the_disk_moved_under_is_kept_and_then_written(tmp_path):
     from conftest import stream
 
-    from app.core.conversation.review import Review
+    from app.core.review.review import Review
 
     ws = Workspace(init_repo(tmp_path / "r", {"f.txt": SRC}))
     pending = stream(ws, sr("f.txt", "line 3\n", "three\n") + sr("f.txt", "line 15\n", "fifteen\n"),
@@ -314,7 +314,7 @@ async def test_a_conflict_found_at_arrival_is_the_same_after_a_resume(demo):
 
     from app.bench.demo import CALC_ANSWER
     from app.core.conversation import resume
-    from app.core.conversation.store import SessionStore
+    from app.core.storage.store import SessionStore
 
     server = ChatServer(replay=CALC_ANSWER, rate=2000,
                         faults=Faults(stall_after=BEFORE_MAIN, stall_seconds=2.0))

@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
 
-from app.core.conversation.review import Review
 from app.core.disk.workspace import Workspace
 from app.core.edits.formats import make_parser
 from app.core.edits.formats.events import EditBegin
 from app.core.edits.hunks import HunkState
+from app.core.review.review import Review
 from app.core.text.linediff import Change, apply_changes, line_diff
 from app.core.text.textfile import decode
 

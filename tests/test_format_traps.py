@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
 
-from app.core.conversation.review import Review
 from app.core.disk.workspace import Workspace
+from app.core.review.review import Review
 from app.core.text.textfile import decode
 
 PROSE = st.sampled_from(["Intro", "", "text", "- item", "Title", "x = 1"])

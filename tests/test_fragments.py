@@ -12,10 +12,10 @@ from conftest import stream
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from app.core.conversation.review import Review
 from app.core.disk.workspace import Workspace
 from app.core.edits.formats.fragments import asks_removal, markers, read_whole
 from app.core.edits.hunks import HunkState
+from app.core.review.review import Review
 from app.core.text.textfile import decode
 
 HELLO = ('def greet(name):\n    return f"Hello, {name}!"\n\n\nif __name__ == "__main__":\n'

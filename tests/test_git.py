@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import SRC, git, init_repo, sr, stream
 
-from app.core.conversation.review import Review
 from app.core.disk.git_dirs import find_root
 from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import HunkState
 from app.core.git import files as repo_mod
 from app.core.git.repository import GitRepo
+from app.core.review.review import Review
 
 
 def gitb(cwd: Path, *args: str) -> bytes:

@@ -16,8 +16,8 @@ from conftest import init_repo
 from app.bench.transport import continuations, scripted_repo, scripted_session, slot_answer
 from app.core.conversation import resume
 from app.core.conversation.session import Session
-from app.core.conversation.store import SessionStore
 from app.core.disk.workspace import Workspace
+from app.core.storage.store import SessionStore
 from app.providers.openai_chat import OpenAIChat
 from app.providers.openai_responses import OpenAIResponses
 from app.providers.responses_wire import from_input

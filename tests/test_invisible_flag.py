@@ -17,11 +17,11 @@ from render_answers import RENDERERS
 from test_cli import run_args, served, steer
 
 from app.core.conversation.agent import AgentHost
-from app.core.conversation.review import Review
 from app.core.disk.journal import Journal
 from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import HunkState
+from app.core.review.review import Review
 from app.core.text.textfile import decode
 
 # what a hostile file, answer or agent would slip into code (no NUL: that makes a file

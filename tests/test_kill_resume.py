@@ -17,12 +17,12 @@ from conftest import git, init_repo, wait_stopped
 
 from app.bench.demo import CALC, CALC_ANSWER
 from app.core.conversation import resume
-from app.core.conversation.log import read_log
-from app.core.conversation.records import End, Text, TurnRec
 from app.core.conversation.session import Session
-from app.core.conversation.store import SessionStore
 from app.core.disk.workspace import Workspace
 from app.core.provider import Provider
+from app.core.storage.log import read_log
+from app.core.storage.records import End, Text, TurnRec
+from app.core.storage.store import SessionStore
 from app.server.chat_server import ServerThread
 
 HERE = Path(__file__).resolve().parents[1]

@@ -559,7 +559,7 @@ async def test_a_resumed_session_keeps_the_look_ups_and_goes_on_where_it_was(tre
     sends the conversation the server has (Chat: the same prefix, calls and outputs included;
     WebSocket: only the new question after the response the server kept)."""
     from app.core.conversation import resume
-    from app.core.conversation.store import SessionStore
+    from app.core.storage.store import SessionStore
     from app.providers.openai_responses import OpenAIResponses
 
     def provider():

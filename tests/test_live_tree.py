@@ -11,10 +11,10 @@ from pathlib import Path
 
 from conftest import SRC, git, init_repo, sr, stream
 
-from app.core.conversation.review import Review
 from app.core.disk.editor import edit_lines, editor_command
 from app.core.disk.workspace import Workspace
 from app.core.git.live_tree import LiveTree
+from app.core.review.review import Review
 
 
 def _accepted(root: Path):

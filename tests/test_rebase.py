@@ -14,12 +14,13 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
 
-from app.core.conversation.review import Review
 from app.core.disk.workspace import Workspace
+from app.core.edits.changes import Due
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import make_parser
 from app.core.edits.hunks import HunkState
 from app.core.edits.rebase import rebase_file
+from app.core.review.review import Review
 from app.core.text.linediff import Change, apply_changes, rebase
 from app.core.text.textfile import decode
 
@@ -240,7 +241,7 @@ class Feed:
         self.pending = PendingDiff(ws, snaps)
         self.parser = make_parser(fmt, frozenset(s.path for s in snaps))
         self.due: list[str] = []
-        self.pending.on_due = self.due.append
+        self.pending.listeners.subscribe(lambda ev: self.due.append(ev.path) if isinstance(ev, Due) else None)
 
     def feed(self, text: str) -> None:
         self.pending.feed(self.parser.feed(text))

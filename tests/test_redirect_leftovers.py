@@ -9,11 +9,11 @@ from conftest import SRC, init_repo, sr
 from pilot import SIZE, STALL, Rig, ask, disk, reviewing, until
 
 from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
-from app.core.conversation.review import Review
 from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import make_parser
 from app.core.edits.hunks import REDIRECTED, HunkState
+from app.core.review.review import Review
 from app.server.generation import Faults
 from app.ui.widgets.diff_view import DiffView
 

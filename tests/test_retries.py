@@ -16,6 +16,7 @@ from email.utils import formatdate
 import pytest
 from conftest import init_repo
 
+from app.core.conversation import retries
 from app.core.conversation.session import Session
 from app.core.disk.workspace import Workspace
 from app.core.events import Done, Error, Event, Retrying, TextDelta
@@ -250,11 +251,11 @@ async def test_a_failed_request_is_kept_out_of_the_conversation_and_a_retry_rese
         failed = await session.ask("add a line")
         assert failed.state == "error" and failed.failed and session.failed is failed
         assert session.sent.history == []  # the model never saw it
-        again = session.retry_failed()
+        again = retries.retry_failed(session)
         assert again is not None and again is not failed and again.instruction == "add a line"
         await session.wait()
         assert again.complete and session.failed is None
-        assert session.retry_failed() is None  # nothing failed: nothing to resend
+        assert retries.retry_failed(session) is None  # nothing failed: nothing to resend
         bodies = server.stats.bodies
     assert len(bodies) == 2 and bodies[0]["messages"] == bodies[1]["messages"]
 
@@ -264,7 +265,7 @@ async def test_an_answer_that_failed_mid_way_is_not_a_failed_request(ws):
         session = Session(ws, provider("chat", server.base_url), fmt="search_replace")
         turn = await session.ask("explain")
     assert turn.state == "error" and turn.deltas == 10
-    assert not turn.failed and session.failed is None and session.retry_failed() is None
+    assert not turn.failed and session.failed is None and retries.retry_failed(session) is None
 
 
 def test_the_factory_names_the_variable_the_key_comes_from(monkeypatch):

@@ -14,12 +14,12 @@ from conftest import SRC, init_repo, sr, stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.conversation.review import Review
 from app.core.disk.journal import Journal, UndoRefused
 from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import make_parser
 from app.core.edits.hunks import HunkState
+from app.core.review.review import Review
 
 TWO_EDITS = sr("f.txt", "line 3\n", "line three\n") + sr("f.txt", "line 15\n", "line fifteen\n")
 
@@ -225,7 +225,7 @@ def test_journal_survives_kill_9(tmp_path):
 import sys, time
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from app.core.disk.workspace import Workspace
-from app.core.conversation.review import Review
+from app.core.review.review import Review
 from conftest import stream
 ws = Workspace({str(root)!r})
 answer = "".join("f.txt\\n<<<<<<< SEARCH\\nline %d\\n=======\\nL%d\\n>>>>>>> REPLACE\\n" % (i, i) for i in range(1, 21, 2))

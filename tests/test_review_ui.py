@@ -342,8 +342,8 @@ async def test_tabs_expand_alike_everywhere_and_long_lines_show_their_change(tmp
 async def test_undo_in_the_app_reaches_an_accept_made_before_it_started(demo):
     from conftest import stream
 
-    from app.core.conversation.review import Review
     from app.core.disk.workspace import Workspace
+    from app.core.review.review import Review
 
     ws = Workspace(demo)
     Review(ws, stream(ws, CALC_ANSWER, context=["calc.py"])).accept_all()  # like `steer run`

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import init_repo, stream
 
-from app.core.conversation.review import Review
 from app.core.disk.workspace import PathRefused, Workspace
+from app.core.review.review import Review
 
 
 def tree(root: Path) -> dict[str, bytes]:

@@ -15,10 +15,10 @@ import pytest
 from conftest import SRC, git, init_repo, sr
 
 from app.core.conversation import resume
-from app.core.conversation.records import SessionError
 from app.core.conversation.session import Session
-from app.core.conversation.store import SessionStore, store_dir
 from app.core.disk.workspace import Workspace
+from app.core.storage.records import SessionError
+from app.core.storage.store import SessionStore, store_dir
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ServerThread
 

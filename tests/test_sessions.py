@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from app.bench.demo import CALC, CALC_ANSWER, SUB_ANSWER
 from app.core.conversation import resume, rewind
-from app.core.conversation.log import SessionLog, read_log, redact
-from app.core.conversation.records import Info, SessionError, Text, fold
 from app.core.conversation.session import Session
-from app.core.conversation.store import SessionStore
 from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import HunkState
+from app.core.storage.log import SessionLog, read_log, redact
+from app.core.storage.records import Info, SessionError, Text, fold
+from app.core.storage.store import SessionStore
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.server.generation import Faults, split_tokens
@@ -120,7 +120,7 @@ async def test_a_resume_undo_reverts_the_accept_of_the_earlier_process(rig, demo
     again = await reopen(rig, server, sid)
     try:
         assert (demo / "calc.py").read_text() != CALC
-        await again.undo()
+        await again.changes.undo()
         assert (demo / "calc.py").read_text() == CALC
         assert again.pending.hunk(h.id).state == HunkState.PENDING
         await again.aclose()
@@ -437,8 +437,8 @@ async def test_a_live_rebase_is_replayed_so_later_ids_and_decisions_match(rig, d
        st.sampled_from(["\n", "\r\n", "mixed"]), st.booleans(),
        st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "latin-1"]))
 def test_a_base_snapshot_survives_the_log_byte_for_byte(lines, newline, final, encoding):
-    from app.core.conversation.records import Snap
     from app.core.disk.snapshot import Snapshot
+    from app.core.storage.records import Snap
     from app.core.text.textfile import NotText, decode, encode
 
     if newline == "mixed":
@@ -503,9 +503,9 @@ async def test_a_fifo_in_place_of_a_summary_does_not_block_the_listing(rig):
 
 
 async def test_an_agent_s_session_replays_its_edits_and_is_not_continued_by_a_model(demo):
-    from app.core.conversation.records import AgentRec, End, Meta, TurnRec
     from app.core.conversation.session import ContextError
     from app.core.provider import Provider
+    from app.core.storage.records import AgentRec, End, Meta, TurnRec
 
     store = SessionStore(demo)
     log = store.create(Meta(id="agent-1", created=0.0, root=str(demo)))

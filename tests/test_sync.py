@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import SRC, git, init_repo, sr
 
-from app.core.conversation.review import Review
 from app.core.conversation.session import Session
 from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import HunkState
 from app.core.git.sync import Sync
+from app.core.review.review import Review
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.server.generation import Faults, split_tokens

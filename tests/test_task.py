@@ -13,9 +13,9 @@ from conftest import stream
 
 from app.bench.task import make_tasks, run, scripted_answer
 from app.core.conversation import prompts
-from app.core.conversation.review import Review
 from app.core.disk.workspace import Workspace
 from app.core.edits.formats import FORMATS
+from app.core.review.review import Review
 
 HELLO = ('def greet(name):\n    return f"Hello, {name}!"\n\n\nif __name__ == "__main__":\n'
          '    print(greet("world"))\n')

@@ -17,9 +17,9 @@ from test_kill_resume import LONG
 from test_tmux import Tmux
 
 from app.bench.demo import CALC
-from app.core.conversation.log import read_log
-from app.core.conversation.records import Text
-from app.core.conversation.store import SessionStore
+from app.core.storage.log import read_log
+from app.core.storage.records import Text
+from app.core.storage.store import SessionStore
 from app.server.chat_server import ServerThread
 
 pytestmark = [pytest.mark.tmux,

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from app.bench.demo import CALC_ANSWER
-from app.core.conversation.records import End, Text, TurnRec
-from app.core.conversation.store import SessionStore
+from app.core.storage.records import End, Text, TurnRec
+from app.core.storage.store import SessionStore
 from app.server.chat_server import ServerThread
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

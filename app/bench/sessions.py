@@ -63,9 +63,9 @@ async def _build(root: Path, turns: int, per_turn: int) -> tuple[str, int, float
     """Really ask `turns` times; accept one hunk and reject one every few turns."""
     from app.core.conversation import resume
     from app.core.conversation.session import Session
-    from app.core.conversation.store import SessionStore
     from app.core.disk.workspace import Workspace
     from app.core.edits.hunks import HunkState
+    from app.core.storage.store import SessionStore
     from app.providers.openai_chat import OpenAIChat
 
     files = _repo(root)
@@ -97,7 +97,7 @@ from pathlib import Path
 from app.core.conversation import resume
 from app.core.provider import Provider
 from app.core.conversation.session import Session
-from app.core.conversation.store import SessionStore
+from app.core.storage.store import SessionStore
 from app.core.disk.workspace import Workspace
 root, sid, only_import = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 out = {}
@@ -138,8 +138,8 @@ def _resume_runs(root: Path, sid: str, runs: int = 3) -> dict:
 async def _amplification(root: Path, rate: float) -> dict:
     from app.core.conversation import resume
     from app.core.conversation.session import Session
-    from app.core.conversation.store import SessionStore
     from app.core.disk.workspace import Workspace
+    from app.core.storage.store import SessionStore
     from app.providers.openai_chat import OpenAIChat
 
     lines = big_file(5_000)

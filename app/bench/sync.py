@@ -115,7 +115,7 @@ async def _measure(root: Path, trials: int) -> dict:
     t0 = time.perf_counter()
     rss_before = _rss_mb()
     pending = _pending(ws)
-    sync = Sync.open(ws, lambda: pending)
+    sync = Sync.open(ws, lambda: pending, changes=pending.listeners)
     first = await sync.initial()
     initial_s = time.perf_counter() - t0
     updates: asyncio.Queue = asyncio.Queue()

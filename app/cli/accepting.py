@@ -10,8 +10,8 @@ from app.core.text.plural import plural
 
 def accept_all(review, ws):
     """Accept everything; whatever goes wrong, say exactly which files were written."""
-    from app.core.conversation.review import Outcome
     from app.core.disk.state_home import StateUnusable
+    from app.core.review.review import Outcome
 
     try:
         return review.accept_all()

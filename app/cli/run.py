@@ -115,8 +115,8 @@ async def _run(args: argparse.Namespace, ws, state: dict) -> int:
 
 async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> int:
     from app.cli.common import knowledge_for
-    from app.core.conversation.records import SessionError
     from app.core.conversation.session import ContextError, Session
+    from app.core.storage.records import SessionError
     from app.providers.factory import build_provider
     from app.view.live import LiveStatus
     from app.view.outside_text import underneath
@@ -166,7 +166,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         if provider.capabilities.agent:
             # the agent's writes are staged as hunks at once; --accept decides at the end
             session.agent.write_policy = "stage"
-            session.agent.on_permission = _permission_answerer(session, args.agent_permissions)
+            session.agent.asked.subscribe(_permission_answerer(session, args.agent_permissions))
         # the live status writes its own sequences, and passes the answer through the boundary
         live = LiveStatus(underneath(sys.stderr), session, enabled=not args.quiet)
         if not args.no_save:

@@ -37,8 +37,8 @@ def cmd_sessions(argv: list[str]) -> int:
     args = p.parse_args(argv)
     import time
 
-    from app.core.conversation.records import SessionError
-    from app.core.conversation.store import SessionStore
+    from app.core.storage.records import SessionError
+    from app.core.storage.store import SessionStore
 
     store = SessionStore(find_root(Path(args.directory).resolve()))
     try:
@@ -90,14 +90,14 @@ def cmd_rewind(argv: list[str]) -> int:
     if not (args.list or args.redo or args.to):
         p.error("give --to TURN, --redo or --list")
     from app.core.conversation import rewind
-    from app.core.conversation.records import SessionError
     from app.core.conversation.resume import resume, rewind_conversation
     from app.core.conversation.session import Session
-    from app.core.conversation.store import SessionStore
     from app.core.disk.journal import UndoRefused
     from app.core.disk.repo_lock import Busy
     from app.core.disk.workspace import Workspace
     from app.core.provider import Provider
+    from app.core.storage.records import SessionError
+    from app.core.storage.store import SessionStore
 
     ws = Workspace(find_root(Path(args.directory).resolve()), allow_read_only=args.allow_read_only)
     session = Session(ws, Provider())  # no model is asked: a rewind only reads the log

@@ -54,7 +54,7 @@ def cmd_tui(argv: list[str]) -> int:
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from app.core.conversation.records import SessionError
+    from app.core.storage.records import SessionError
     from app.ui.app import SteerApp
 
     context = [os.path.relpath((Path.cwd() / f).resolve(), root) for f in args.files]

@@ -2,7 +2,7 @@
 
 Each tab runs a real `steer` process (the web driver instead of a terminal) on one saved
 session, so every key works as in the terminal, a reloaded tab comes back to the same
-session (resumed from its log, app/core/conversation/log.py), and `steer --resume ID` opens it in a
+session (resumed from its log, app/core/storage/log.py), and `steer --resume ID` opens it in a
 terminal later. textual-serve has no authentication: a random token in the printed URL is
 checked on every request (a cookie carries it after the first page, so the page's own
 script, styles and WebSocket need no token in their URLs), the WebSocket also checks its
@@ -96,9 +96,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     from app.cli.common import EXIT_OK, EXIT_USAGE
-    from app.core.conversation.records import SessionError
-    from app.core.conversation.store import SessionStore, new_id
     from app.core.disk.git_dirs import find_root
+    from app.core.storage.records import SessionError
+    from app.core.storage.store import SessionStore, new_id
 
     args, rest = _parser().parse_known_args(argv)
     start = Path(args.path).resolve()

@@ -52,7 +52,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
                                temperature=self.settings.temperature)
         # the repository map and look-ups (app/core/knowledge/service.py): started on mount
         self.session.knowledge = knowledge
-        # saved (app/core/conversation/log.py): `saving` is open_saved's choice (resume or new)
+        # saved (app/core/storage/log.py): `saving` is open_saved's choice (resume or new)
         self.resumed = None
         self._unsaved = ""  # why this session cannot be saved (its folder): said at start
         try:
@@ -70,7 +70,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
                                check=(self.settings.check, self.settings.check_timeout))
         self.main.default_variants = self.settings.variants
         if knowledge is not None:  # the map follows the watcher's events (the LiveTree's)
-            self.main.live.on_update = knowledge.saw_update
+            self.main.live.updates.subscribe(knowledge.saw_update)
         themes, self._theme_problems = load_themes()
         self.theme_names = [t.name for t in themes]
         for t in themes:

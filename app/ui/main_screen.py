@@ -25,7 +25,8 @@ from textual.widgets import Header, Input
 from app import launch_gc
 from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
-from app.core.variants.group import Variants
+from app.core.review.events import Arrived, Due
+from app.core.variants.group import SetChanged, Variants
 from app.ui import actions
 from app.ui.availability import Availability
 from app.ui.compat import shutting_down
@@ -67,7 +68,8 @@ class MainScreen(KeysScreen):
         self.welcome = welcome or []  # the conversation pane's first screen (no message yet)
         self.key_names = keys or actions.key_names()  # action id -> keys bound (the retry hint names one)
         self.sync = FrameSync(session)
-        self.live = LiveTree(session.ws, lambda: variants.session.pending, session.write_lock)
+        self.live = LiveTree(session.ws, lambda: variants.session.pending,
+                             session.changes.write_lock, variants)
         self.availability = Availability(variants, self.live)
         self._initial_context = list(context)
         self.watch_files = watch_files
@@ -78,6 +80,7 @@ class MainScreen(KeysScreen):
         self.branch = ""
         self._tree_from: Widget | None = None  # what had the keys when Ctrl+T showed the tree
         self._available: tuple[bool, ...] | None = None  # the conditions the key bar last saw
+        self._leave: Callable[[], None] = lambda: None  # what stops hearing the variants
 
     @property
     def session(self) -> Session:
@@ -108,8 +111,7 @@ class MainScreen(KeysScreen):
         self.composer.focus()
         self.key_bar.set_where(self.focus_area)
         self._place_tree()
-        self.session.on_data = self._wake
-        self.variants.on_change = self._variant_shown
+        self._leave = self.variants.subscribe(self._heard)  # every variant's, once
         self.composer.default_variants = self.default_variants
         self.composer.key_variants = self.default_variants if self.default_variants > 1 else 3
         self.sync.retry_hint = self.composer.retry_hint
@@ -122,6 +124,7 @@ class MainScreen(KeysScreen):
 
     def on_unmount(self) -> None:
         self._ready = False
+        self._leave()
         self.availability.review = self.availability.prompt = None
 
     def _render_header(self) -> None:
@@ -130,10 +133,14 @@ class MainScreen(KeysScreen):
         self.sub_title = name(f"{self.session.ws.root.name}{branch} · {self.session.provider.label}")
 
     # -- the frame -------------------------------------------------------------------------
-    def _wake(self) -> None:
-        """New text arrived: a screen update is coming (called once per frame at most)."""
-        if self._ready:
-            self.conversation.wake()
+    def _heard(self, ev: Arrived | Due | SetChanged) -> None:
+        """New text arrived (a screen update is coming: once per frame at most), or another
+        variant is on screen, or a set began or ended (app/core/variants/group.py)."""
+        if type(ev) is Arrived:
+            if self._ready:
+                self.conversation.wake()
+        elif type(ev) is SetChanged:
+            self._variant_shown()
 
     def frame(self, force_status: bool = False) -> None:
         """Everything that arrived since the last frame, rendered once; then the key bar is
@@ -305,7 +312,6 @@ class MainScreen(KeysScreen):
         selected = self.review.selected if keep_file else None
         self.sync = FrameSync(self.session, mode=self.sync.mode)
         self.sync.retry_hint = self.composer.retry_hint
-        self.session.on_data = self._wake
         self.conversation.clear()
         self.files_pane.reset()
         self.review.reset(message)

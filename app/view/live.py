@@ -11,8 +11,8 @@ import asyncio
 import shutil
 from typing import TextIO
 
-from app.core.conversation.review import Outcome
 from app.core.conversation.session import Session, Turn
+from app.core.review.review import Outcome
 from app.core.text.masking import StreamMask
 from app.view.frames import FrameSync
 from app.view.outside_text import terminal, terminal_line

@@ -15,11 +15,9 @@ writes a file: only Review's accept does.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from app.core.conversation.records import AgentRec
 from app.core.disk.workspace import PathRefused
 from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
@@ -35,6 +33,8 @@ from app.core.events import (
     Plan,
     ToolCall,
 )
+from app.core.listeners import Listeners
+from app.core.storage.records import AgentRec
 from app.core.text.linediff import Change, apply_changes, line_diff
 from app.core.text.textfile import NotText, TextFormat, decode
 
@@ -48,7 +48,8 @@ class Host(Protocol):
     workspace, the change set its proposals join, and a way to wake the screen."""
 
     ws: Workspace
-    pending: PendingDiff | None
+    @property
+    def pending(self) -> PendingDiff | None: ...
 
     def wake(self) -> None: ...
 
@@ -87,8 +88,8 @@ class AgentHost:
         self.write_policy: WritePolicy = "wait"
         self.permissions: list[PermissionRequest] = []  # open, oldest first: the UI answers
         self.writes: list[_Write] = []  # waiting for the user's decision
-        # called for each new permission request (`steer run` answers at once by a flag)
-        self.on_permission: Callable[[PermissionRequest], None] | None = None
+        # told of each new permission request (`steer run` answers at once by a flag)
+        self.asked: Listeners[PermissionRequest] = Listeners()
 
     # -- events ----------------------------------------------------------------------------
     @property
@@ -112,8 +113,7 @@ class AgentHost:
             self.read(ev)
         elif type(ev) is PermissionRequest:
             self.permissions.append(ev)
-            if self.on_permission is not None:
-                self.on_permission(ev)
+            self.asked.publish(ev)
         self.session.wake()
 
     def replay(self, rec: AgentRec) -> None:

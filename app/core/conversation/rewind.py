@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from app.core.conversation.records import Files
 from app.core.disk.journal import Entry, FileChange, Journal, StepFailed, UndoRefused, Write
 from app.core.disk.repo_lock import Busy
 from app.core.disk.workspace import Content, PathRefused, Workspace
+from app.core.storage.records import Files
 
 if TYPE_CHECKING:
     from app.core.conversation.session import Session
@@ -39,7 +39,7 @@ class Rewound:
 def checkpoints(session: Session) -> list[tuple[int, str, list[str]]]:
     """Each turn: its index, instruction, and the files steer wrote in and after it (the
     ones a rewind to before it would touch, as the journal has them now)."""
-    entries = session.journal.entries()
+    entries = session.changes.journal.entries()
     by_id = {e.id: e for e in entries}
     out = []
     for n, turn in enumerate(session.turns):
@@ -55,7 +55,7 @@ def checkpoints(session: Session) -> list[tuple[int, str, list[str]]]:
 def rewind_files(session: Session, turn: int) -> Rewound:
     """Take out of the files what this session's accepts wrote in turn `turn` and after."""
     targets = [eid for t, eid in session.accepts if t >= turn]
-    done = take_out(session.ws, session.journal, targets, "undo",
+    done = take_out(session.ws, session.changes.journal, targets, "undo",
                     f"rewind to before turn {turn + 1}")
     if done.steps:
         session.apply(Files(op="rewind", turn=turn, steps=done.steps))
@@ -78,7 +78,7 @@ def redo_files(session: Session) -> Rewound:
     last = _last_undone_rewind(session)
     if last is None:
         raise UndoRefused("no rewind of files to redo")
-    done = take_out(session.ws, session.journal, list(reversed(last.steps)), "accept",
+    done = take_out(session.ws, session.changes.journal, list(reversed(last.steps)), "accept",
                     f"redo: files of turn {last.turn + 1} and after")
     if done.steps:  # (an accept of those turns again: a later rewind takes it out too)
         session.apply(Files(op="redo", turn=last.turn, steps=done.steps, redone=last.steps))

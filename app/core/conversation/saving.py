@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel
 
-from app.core.conversation.log import SessionLog
-from app.core.conversation.records import (
+from app.core.edits.diff import PendingDiff
+from app.core.edits.hunks import OPEN, Resolver
+from app.core.storage.log import SessionLog
+from app.core.storage.records import (
     Accept,
     Context,
     End,
@@ -26,8 +28,7 @@ from app.core.conversation.records import (
     TurnRec,
     Undo,
 )
-from app.core.edits.diff import PendingDiff
-from app.core.edits.hunks import OPEN
+from app.core.storage.store import RecordingResolver
 
 if TYPE_CHECKING:
     from app.core.conversation.turn import Turn
@@ -40,7 +41,8 @@ class Saved(Protocol):
 
     ws: Workspace
     turns: list[Turn]
-    pending: PendingDiff | None
+    @property
+    def pending(self) -> PendingDiff | None: ...
     queue: list[str]
 
     @property
@@ -58,6 +60,11 @@ class Saving:
         self.created = time.time()
         self.forked_from: str | None = None
         self._lists: tuple[list[str], list[str]] = ([], [])  # as last saved
+
+    def resolver(self) -> Resolver:
+        """What bases are read through: kept in the log as they are read, when saved."""
+        ws = self.session.ws
+        return ws if self.log is None else RecordingResolver(ws, self.save)
 
     def save(self, rec: BaseModel) -> None:
         if self.log is not None:

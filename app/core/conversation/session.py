@@ -18,15 +18,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Literal
 
 from app.core.conversation import context_budget as budgets
 from app.core.conversation import prompts
-from app.core.conversation.agent import AGENT_EVENTS, AgentHost, ProseOnly
+from app.core.conversation.agent import AgentHost, ProseOnly
+from app.core.conversation.answer import Answer
 from app.core.conversation.context import ContextError, ContextFiles, Conversation
-from app.core.conversation.log import SessionLog
-from app.core.conversation.records import (
+from app.core.conversation.saving import Saving
+from app.core.conversation.turn import Turn, TurnState, end_record, restore_end
+from app.core.disk.snapshot import Snapshot
+from app.core.disk.workspace import Workspace
+from app.core.edits import rebase
+from app.core.edits.diff import PendingDiff
+from app.core.edits.formats import fragments, make_parser
+from app.core.edits.hunks import DECIDED, EditError
+from app.core.events import Event
+from app.core.knowledge.service import Knowledge
+from app.core.provider import Provider, Request
+from app.core.review.change_set import ChangeSet
+from app.core.review.events import Arrived, Decided, Rebasing, Settled
+from app.core.review.events import Event as Change
+from app.core.review.review import Review
+from app.core.storage.log import SessionLog
+from app.core.storage.records import (
     Accept,
     AgentRec,
     Base,
@@ -45,31 +61,6 @@ from app.core.conversation.records import (
     TurnRec,
     Undo,
 )
-from app.core.conversation.review import Review
-from app.core.conversation.saving import Saving
-from app.core.conversation.store import RecordingResolver, ReplayResolver
-from app.core.conversation.turn import Turn, TurnState, end_record, restore_end
-from app.core.disk.journal import Entry, Journal
-from app.core.disk.snapshot import Snapshot
-from app.core.disk.workspace import Workspace
-from app.core.edits import arrival, rebase
-from app.core.edits.diff import PendingDiff
-from app.core.edits.formats import fragments, make_parser
-from app.core.edits.formats.base import StreamParser
-from app.core.edits.hunks import DECIDED, EditError, Resolver
-from app.core.events import (
-    LOOKUP_EVENTS,
-    Done,
-    Error,
-    Event,
-    FileEdit,
-    FileWrite,
-    ReasoningDelta,
-    Retrying,
-    TextDelta,
-)
-from app.core.knowledge.service import Knowledge
-from app.core.provider import Provider, Request
 from app.core.text.names import carried
 
 __all__ = ["ContextError", "Session", "Turn", "TurnState", "end_record", "restore_end"]
@@ -78,9 +69,13 @@ __all__ = ["ContextError", "Session", "Turn", "TurnState", "end_record", "restor
 class Session:
     def __init__(self, ws: Workspace, provider: Provider, *, fmt: str = "auto",
                  context: list[str] | None = None, max_tokens: int | None = None,
-                 temperature: float | None = None) -> None:
+                 temperature: float | None = None, changes: ChangeSet | None = None) -> None:
         self.ws = ws
         self.provider = provider
+        # the change sets, the review, the journal, the write lock (app/core/review/): the
+        # session subscribes first, so a decision is saved before anyone else hears of it
+        self.changes = changes or ChangeSet(ws)
+        self.changes.subscribe(self._changed)
         self.saving = Saving(self)  # where it is saved, if it is (app/core/conversation/saving.py)
         self.fmt_choice = fmt
         self.fmt = fmt
@@ -90,30 +85,20 @@ class Session:
             self.add_context(p)
         self.max_tokens = max_tokens
         self.temperature = temperature
-        # called when text arrives after the UI last looked (take_data), so that a UI can
-        # schedule one frame per burst instead of polling or reacting to every token
-        self.on_data: Callable[[], None] | None = None
+        # `Arrived` is published when text arrives after the UI last looked (take_data), so
+        # that a UI can schedule one frame per burst instead of reacting to every token
         self._data_signalled = False
-        self.pending: PendingDiff | None = None
-        self.review: Review | None = None
         self.sent = Conversation(self.files)  # what the model was sent (context.py)
         self.turns: list[Turn] = []
         self.queue: list[str] = []
-        self._task: asyncio.Task[None] | None = None
-        self._parser: StreamParser | None = None  # the answer streaming now
+        self._task: asyncio.Task[None] | None = None  # the running answer (or a steer)
+        self._answer: Answer | None = None  # the last answer opened (answer.py)
         self._steering: asyncio.Task[None] | None = None  # the answer a steer will cut
         self._snapshots: list[Snapshot] = []
-        self._messages: list[dict] = []  # the request now streaming
-        self._rid: str | None = None  # the id its answer is kept by on the server (Done)
         self.agent = AgentHost(self)  # plans, tool calls, reads, writes, permissions of agents
-        self.journal = Journal.for_workspace(ws)
-        # one write at a time (accept, undo), shared with the live rebase (app/core/git/sync.py)
-        self.write_lock = asyncio.Lock()
-        self.arrivals = arrival.Arrivals(ws, self.write_lock)  # each edit checked against the disk
         # what checkpoints need: each accept's journal step with the turn it belongs to
         self.accepts: list[tuple[int, str]] = []
         self.file_steps: list[Files] = []  # files rewound to a checkpoint, or redone
-        self._resolver: Resolver = ws  # what the pending diff reads bases through
         self.knowledge: Knowledge | None = None  # the repository map, look-ups (service.py)
 
     # -- context (app/core/conversation/context.py) -------------------------------------------
@@ -146,6 +131,14 @@ class Session:
 
     # -- state -----------------------------------------------------------------------------
     @property
+    def pending(self) -> PendingDiff | None:
+        return self.changes.pending
+
+    @property
+    def review(self) -> Review | None:
+        return self.changes.review
+
+    @property
     def log(self) -> SessionLog | None:
         return self.saving.log
 
@@ -167,15 +160,14 @@ class Session:
     @property
     def tentative(self) -> str:
         """The answer's prose not yet final (see StreamParser.tentative)."""
-        parser = self._parser
-        turn = self.turn
-        return parser.tentative() if parser is not None and turn is not None and turn.live else ""
+        answer = self._answer
+        return answer.tentative if answer is not None and answer.turn is self.turn else ""
 
     def wake(self) -> None:
         """Something arrived (text, an agent's request): tell the UI once per frame."""
-        if not self._data_signalled and self.on_data is not None:
+        if not self._data_signalled:
             self._data_signalled = True
-            self.on_data()
+            self.changes.publish(Arrived())
 
     def take_data(self) -> None:
         """The UI has taken what arrived: signal the next arrival again."""
@@ -188,7 +180,7 @@ class Session:
             return self.redirect(instruction)
         pending = self.pending  # with hunks open or streaming: the change set goes on
         going_on = pending is not None and any(h.state not in DECIDED for h in pending.hunks)
-        return self._start(instruction, "follow-up" if going_on else "ask")
+        return self.send(instruction, "follow-up" if going_on else "ask")
 
     @property
     def refused(self) -> list[EditError]:
@@ -196,32 +188,11 @@ class Session:
         pending = self.pending
         return [e for e in pending.errors if e.turn == pending.turn] if pending else []
 
-    def retry_refused(self) -> Turn | None:
-        """Ask the model to redo the edits it could not apply, with the files as they are now."""
-        errors = self.refused
-        if not errors or self.streaming or self.pending is None:
-            return None
-        snaps = self.files.now(e.path for e in errors if e.path)
-        text = prompts.retry_message([(e.path, e.message) for e in errors], snaps)
-        content = prompts.steer_message(text, self.sent.untold(self.pending), interrupted=False)
-        return self._start("retry the edits that could not be applied", "follow-up",
-                           content=content)
-
     @property
     def failed(self) -> Turn | None:
         """The last request, failed before any answer text: the one a retry sends again."""
         turn = self.turn
         return turn if turn is not None and turn.failed and not self.streaming else None
-
-    def retry_failed(self) -> Turn | None:
-        """Send the failed request again, as a new request: a first question is asked afresh
-        (the files as they are now), a follow-up or redirect resends the message it sent."""
-        failed = self.failed
-        if failed is None:
-            return None
-        if failed.kind == "ask" and not self.sent.history:
-            return self._start(failed.instruction, "ask")
-        return self._start(failed.instruction, failed.kind, content=failed.content)
 
     async def ask(self, instruction: str) -> Turn:
         """Send and wait for the answer to end (what `steer run` does)."""
@@ -233,7 +204,7 @@ class Session:
         while self._task is not None and not self._task.done():
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._task)
-        await self.arrivals.settle()
+        await self.changes.arrivals.settle()
 
     def redirect(self, instruction: str) -> Turn:
         """Stop the running answer and continue from it with a new instruction (decisions kept
@@ -243,7 +214,7 @@ class Session:
                 and turn is not None and turn.state == "streaming" and self.streaming):
             return self._steer(instruction)
         self._cancel()
-        return self._start(instruction, "redirect")
+        return self.send(instruction, "redirect")
 
     def _steer(self, instruction: str) -> Turn:
         assert self.pending is not None and self._task is not None
@@ -264,14 +235,14 @@ class Session:
             # connection takes the new request at once)
             self._steering = None
             cut.cancel()
-            if old.live:
-                self._finalize(old, self._parser, interrupted=True)
-            self._start(instruction, "redirect", turn=turn)
+            if old.live and self._answer is not None:
+                self._answer.finish(interrupted=True)
+            self.send(instruction, "redirect", turn=turn)
             return
         await asyncio.wait([cut])  # the server ends the old answer where the steer landed
         self._steering = None
         turn.steered_at = old.size
-        self._start(instruction, "redirect", turn=turn, content=req.messages[-1]["content"],
+        self.send(instruction, "redirect", turn=turn, content=req.messages[-1]["content"],
                     events=events)
 
     def interrupt(self) -> bool:
@@ -291,12 +262,12 @@ class Session:
             self._steering.cancel()
             self._steering = None
         # settle synchronously: the UI must show the stopped state at once, not on the next tick
-        turn = self.turn
-        if turn is not None and turn.live:
-            self._finalize(turn, self._parser, interrupted=True)
+        turn, answer = self.turn, self._answer
+        if turn is not None and turn.live and answer is not None:
+            answer.finish(interrupted=True)
         return True
 
-    def _start(self, instruction: str, kind: Literal["ask", "redirect", "follow-up"], *,
+    def send(self, instruction: str, kind: Literal["ask", "redirect", "follow-up"], *,
                turn: Turn | None = None, content: str | None = None,
                events: AsyncIterator[Event] | None = None) -> Turn:
         previous = self.turn
@@ -341,13 +312,13 @@ class Session:
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
                       continues=continues, full=full, time=time.time(), map=repo_map)
         self._open_turn(rec, turn, snapshots)
-        req = prompts.request(self._messages, caps, self.provider.model, fmt, bases,
+        assert self._answer is not None  # _open_turn opened this answer
+        req = prompts.request(self._answer.messages, caps, self.provider.model, fmt, bases,
                               first=kind == "ask", prefill=prefill, max_tokens=self.max_tokens,
                               temperature=self.temperature, context=list(self.context),
                               tools=know.offer() if know is not None else (None, 0))
-        assert self._parser is not None  # _open_turn made this answer's parser
         self._task = asyncio.get_running_loop().create_task(
-            self._run(turn, req, self._parser, events))
+            self._run(self._answer, events if events is not None else self.provider.stream(req)))
         return turn
 
     def _open_turn(self, rec: TurnRec, turn: Turn, snapshots: list[Snapshot] | None) -> None:
@@ -358,105 +329,37 @@ class Session:
         old_pending = self.pending
         if snapshots is not None:
             self._snapshots = snapshots
-            self.pending = PendingDiff(self._resolver, snapshots)
-            self.pending.on_rebase = self._rebased
-            self.review = Review(self.ws, self.pending, self.journal, lock=self.write_lock)
-            self.review.on_decided = self.agent.settle
-            self.review.on_record = self._decided
+            pending = self.changes.open(snapshots)
             self.fmt = rec.fmt
         else:
-            assert self.pending is not None
-            self.pending.begin_turn(redirect=rec.kind == "redirect")
-        assert self.pending is not None
+            assert old_pending is not None
+            pending = old_pending
+            pending.begin_turn(redirect=rec.kind == "redirect")
         # a whole-file answer showing part of a file keeps the rest, unless this instruction
         # may mean deleting code (then the deletion is proposed, flagged)
-        self.pending.removal_asked = fragments.asks_removal(rec.instruction)
+        pending.removal_asked = fragments.asks_removal(rec.instruction)
         messages = self.sent.open(rec.content, self.fmt, old_pending, snapshots,
                                   afresh=afresh, agent=rec.agent, repo_map=rec.map)
         self.sent.full = rec.full
-        turn.prose_from = len(self.pending.prose)
-        turn.pending, turn.pturn = self.pending, self.pending.turn
+        turn.prose_from = len(pending.prose)
+        turn.pending, turn.pturn = pending, pending.turn
         turn.content = rec.content
         self.turns.append(turn)
         known = frozenset(carried(s.path) for s in self._snapshots)  # as the request names them
-        self._parser = ProseOnly() if rec.agent else make_parser(self.fmt, known, self.ws.has_file)
-        self._messages = messages
+        parser = ProseOnly() if rec.agent else make_parser(self.fmt, known, self.ws.has_file)
+        self._answer = Answer(self, turn, parser, pending, messages)
         self.saving.save(rec)
         self.saving.save_lists()
         if rec.prefill:
-            self._feed(turn, rec.prefill)
+            self._answer.feed(rec.prefill)
 
-    def _feed(self, turn: Turn, text: str) -> None:
-        """Text of `turn` not from the back-end now (a prefill, a resume's), through the parser."""
-        assert self.pending is not None and self._parser is not None  # a turn is open
-        turn.chunks.append(text)
-        turn.size += len(text)
-        self.pending.feed(self._parser.feed(text))
-
-    async def _run(self, turn: Turn, req: Request, parser: StreamParser,
-                   events: AsyncIterator[Event] | None = None) -> None:
-        pending = self.pending
-        assert pending is not None
-        log = self.log
-        clock = time.perf_counter
-        try:
-            async for ev in events if events is not None else self.provider.stream(req):
-                turn.last_data = clock()  # what a stall is measured from
-                if type(ev) is TextDelta:  # (types compared by identity: the hot path)
-                    turn.add_text(ev.text)
-                    pending.feed(parser.feed(ev.text))
-                    if log is not None:  # after the feed: a base it read is logged first
-                        log.text(ev.text)
-                    self.wake()
-                elif type(ev) in LOOKUP_EVENTS and self.knowledge is not None:
-                    self.knowledge.handle(turn, ev, self.context)  # type: ignore[arg-type]
-                    self.wake()
-                elif type(ev) in AGENT_EVENTS:
-                    if type(ev) is FileEdit:
-                        self.saving.save(AgentRec(kind="edit", path=ev.path, old=ev.old, new=ev.new))
-                    elif type(ev) is FileWrite:
-                        self.saving.save(AgentRec(kind="write", path=ev.path, new=ev.content))
-                    self.agent.handle(turn, ev)
-                else:  # reasoning, the connection, usage, a retry, an error, the end
-                    turn.take(ev)
-                    if type(ev) is ReasoningDelta and log is not None:
-                        log.reasoning(ev.text)
-                    elif type(ev) is Retrying:  # the back-end waits: say so on screen
-                        self.wake()
-                    elif type(ev) is Done:
-                        self._rid = ev.response_id
-                self.arrivals.kick(pending)  # edits that completed: placed against the disk now
-        except asyncio.CancelledError:
-            if turn.live:
-                self._finalize(turn, parser, interrupted=True)
-            self.arrivals.kick(pending)
-            raise
-        except Exception as exc:  # a provider bug must not leave the UI streaming forever
-            turn.error = Error("protocol", f"{type(exc).__name__}: {exc}")
-        if turn.live:  # a steered answer ends as interrupted, where the server cut it
-            self._finalize(turn, parser, interrupted=turn.finish_reason == "steered")
-        self.arrivals.kick(pending)
-        if self.queue and turn.complete and self._task is asyncio.current_task():
-            self._task = None
+    async def _run(self, answer: Answer, events: AsyncIterator[Event]) -> None:
+        await answer.run(events)
+        if self.queue and answer.turn.complete and self._task is asyncio.current_task():
+            self._task = None  # the queue's next message goes as soon as an answer completes
             self.start(self.queue.pop(0))
 
-    def _finalize(self, turn: Turn, parser: StreamParser | None, *, interrupted: bool) -> None:
-        assert parser is not None and self.pending is not None  # an answer is open
-        turn.end(interrupted=interrupted)
-        pending = self.pending
-        pending.feed(parser.finish(complete=turn.complete))
-        pending.finish()
-        self.agent.end_turn()
-        # the conversation goes on from whatever the model said, with its look-ups as sent; a
-        # request failed before it said anything never reached it (a retry sends it again)
-        rid, self._rid = (self._rid if turn.complete else None), None
-        if not turn.failed:
-            self.sent.reached(self._messages, turn.text[turn.lookup_chars:], rid, turn.lookups)
-        if self.log is not None:
-            self.saving.save(end_record(turn).model_copy(update={"response_id": rid}))
-            self.saving.save_lists()
-
-    # -- the log (app/core/conversation/log.py): what each record does ---------------------
+    # -- the log (app/core/storage/log.py): what each record does ---------------------
     def apply(self, rec: Record) -> None:
         """Take a record of the log in: the one place that says what each record does. A resume
         applies the log in order (`replay`) through the code that made it; live, a record made
@@ -466,13 +369,13 @@ class Session:
         match rec:
             case TurnRec():  # saved as it opens (before the bases its prefill reads)
                 if turn is not None and turn.live:  # the log left the answer before it open
-                    self._end_as(turn, None)
+                    self.end_replayed(turn, None)
                 snaps = None if rec.bases is None else [b.snapshot().prepare() for b in rec.bases]
                 self._open_turn(rec, Turn(rec.instruction, rec.kind, steered_at=rec.steered_at),
                                 snaps)
                 return
             case End() if turn is not None and turn.live:
-                self._end_as(turn, rec)  # saved as the answer ends
+                self.end_replayed(turn, rec)  # saved as the answer ends
                 return
             case Rebase():  # saved as the rebase runs (on_rebase)
                 fd = pending.files.get(rec.path) if pending is not None else None
@@ -482,9 +385,9 @@ class Session:
                 return
             case Meta() | Base() | Rewind():
                 return
-            case Text() if turn is not None and turn.live:
+            case Text() if turn is not None and turn.live and self._answer is not None:
                 turn.state = "streaming"
-                self._feed(turn, rec.s)
+                self._answer.feed(rec.s)
             case Reasoning() if turn is not None:
                 turn.reasoning.append(rec.s)
             case AgentRec():
@@ -503,31 +406,14 @@ class Session:
                     self.accepts += [(rec.turn, s) for s in rec.steps]  # it out too
         self.saving.save(rec)
 
-    def replay(self, records: list[Record]) -> End | None:
-        """Rebuild the session from a log's records (`apply`), saving nothing again. Returns
-        the End given to an answer the log left open, for the caller to apply and save."""
-        log, self.log = self.log, None
-        self._resolver = ReplayResolver(self.ws, records)
-        try:
-            for rec in records:
-                self.apply(rec)
-            turn = self.turn
-            cut = self._end_as(turn, None) if turn is not None and turn.live else None
-        finally:
-            self.log = log
-            self._resolver = self.ws if log is None else self._recording_resolver()
-            if self.pending is not None:
-                self.pending.resolver = self._resolver
-        self.saving.lists_saved()
-        return cut
-
-    def _end_as(self, turn: Turn, rec: End | None) -> End:
+    def end_replayed(self, turn: Turn, rec: End | None) -> End:
         """End a replayed answer as its record says, or as interrupted where the log stops."""
         if rec is None:
             rec = End(state="interrupted", finish_reason="cancelled", deltas=len(turn.chunks))
         restore_end(turn, rec)
-        self._rid = rec.response_id
-        self._finalize(turn, self._parser, interrupted=rec.state == "interrupted")
+        assert self._answer is not None  # the log opened it
+        self._answer.rid = rec.response_id
+        self._answer.finish(interrupted=rec.state == "interrupted")
         if rec.state != "interrupted":
             turn.state = rec.state
         turn.ended = turn.started + rec.elapsed
@@ -538,30 +424,26 @@ class Session:
         if rec.entry and rec.hunks:
             self.accepts.append((rec.turn, rec.entry))
 
-    # -- saving (app/core/conversation/saving.py) ------------------------------------------
-    def _decided(self, rec: Accept | Reject | Undo) -> None:
-        """A decision the review carried out, for the log; an accept checkpoints its turn."""
-        if type(rec) is Accept:
-            rec.turn = max(len(self.turns) - 1, 0)
-            self._checkpoint(rec)
-        self.saving.save(rec)
-        self.saving.save_lists()
-
-    def _rebased(self, path: str, snap: Snapshot | None, reason: str) -> None:
-        if self.log is not None:
-            self.saving.save(Rebase(path=path, snap=None if snap is None else Snap.of(snap),
-                                    reason=reason))
+    # -- the change set's events (app/core/review/events.py): the session hears them first --
+    def _changed(self, ev: Change) -> None:
+        if isinstance(ev, Decided):  # a decision the review carried out, for the log
+            rec = ev.record
+            if type(rec) is Accept:  # an accept checkpoints its turn
+                rec.turn = max(len(self.turns) - 1, 0)
+                self._checkpoint(rec)
+            self.saving.save(rec)
+            self.saving.save_lists()
+        elif isinstance(ev, Settled):  # an agent's write waits for its hunks' decision
+            self.agent.settle()
+        elif isinstance(ev, Rebasing) and self.log is not None:  # a resume replays it
+            self.saving.save(Rebase(path=ev.path, reason=ev.reason,
+                                    snap=None if ev.snapshot is None else Snap.of(ev.snapshot)))
 
     def attach(self, log: SessionLog, *, branch: str | None = None, created: float | None = None,
                forked_from: str | None = None) -> None:
         """Save this session from now on into `log`: what follows is appended to it."""
-        self._resolver = self._recording_resolver()
-        if self.pending is not None:
-            self.pending.resolver = self._resolver
         self.saving.attach(log, branch=branch, created=created, forked_from=forked_from)
-
-    def _recording_resolver(self) -> RecordingResolver:
-        return RecordingResolver(self.ws, self.saving.save)
+        self.changes.read_through(self.saving.resolver())
 
     def reset(self) -> None:
         """Forget the conversation and the change set (a rewind replays what stands)."""
@@ -570,28 +452,10 @@ class Session:
         self.turns, self.queue, self.accepts, self.file_steps = [], [], [], []
         self.sent.reset()
         self.context.clear()
-        self.pending, self.review, self._snapshots = None, None, []
+        self.changes.close()
+        self._snapshots = []
         self.saving.forget_lists()
         self.agent = AgentHost(self)
-
-    # -- the journal ------------------------------------------------------------------------
-    async def recover(self) -> list[Entry]:
-        """Complete an accept or undo that a crash left half-done (before anything else)."""
-        return await asyncio.to_thread(self.journal.recover, self.ws)
-
-    async def journal_undoable(self) -> bool:
-        """There is an accept to undo, in this session or from an earlier one (a thread)."""
-        if self.review is not None and self.review.can_undo:
-            return True
-        return await asyncio.to_thread(lambda: self.journal.last_undoable() is not None)
-
-    async def undo(self) -> str:
-        """Undo the last accept: this session's, else the journal's (as `steer undo` does)."""
-        if self.review is not None:
-            return await self.review.undo_async()
-        async with self.write_lock:
-            done = await asyncio.to_thread(self.journal.undo, self.ws)
-            return done.label
 
     async def aclose(self) -> None:
         self._cancel()

@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.core.conversation.records import End, TurnState
 from app.core.edits.diff import PendingDiff
 from app.core.events import (
     Connected,
@@ -26,6 +25,7 @@ from app.core.events import (
     ToolCall,
     Usage,
 )
+from app.core.storage.records import End, TurnState
 
 __all__ = ["Turn", "TurnState", "end_record", "restore_end"]
 

@@ -1,6 +1,6 @@
 """Where steer keeps, per user, what is not the user's files: `$XDG_STATE_HOME/steer`, else
 `~/.local/state/steer`. The journal of a workspace outside git (app/core/disk/workspace.py),
-the saved sessions (app/core/conversation/store.py), `steer serve`'s registry and log
+the saved sessions (app/core/storage/store.py), `steer serve`'s registry and log
 (app/providers/serve_registry.py), the repository map's cache, `steer doctor`'s log and the
 UI's remembered choices live under it; nothing is ever written into the working tree.
 

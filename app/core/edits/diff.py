@@ -11,10 +11,12 @@ overlaps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.core.disk.snapshot import Snapshot
+from app.core.edits.changes import Due
 from app.core.edits.file_diff import Edit, FileDiff, _Relocate
 from app.core.edits.formats import fragments
 from app.core.edits.formats.events import (
@@ -37,6 +39,7 @@ from app.core.edits.hunks import (
     note_conflict,
 )
 from app.core.edits.placing import Placed, three_way
+from app.core.listeners import Listeners
 from app.core.text.linediff import Change, apply_changes
 from app.core.text.locate import LocateError, find_in, locate
 from app.core.text.textfile import NotText
@@ -71,8 +74,12 @@ class _Cursor:
 
 
 class PendingDiff:
-    def __init__(self, resolver: Resolver, snapshots: Iterable[Snapshot] = ()):
+    def __init__(self, resolver: Resolver, snapshots: Iterable[Snapshot] = (),
+                 listeners: Listeners[Any] | None = None):
         self.resolver = resolver
+        # who is told of live rebases and of rebases put off (changes.py); a change set
+        # passes the list its subscribers are on (app/core/review/change_set.py)
+        self.listeners: Listeners[Any] = listeners if listeners is not None else Listeners()
         self.bases: dict[str, Snapshot] = {s.path: s for s in snapshots}
         # each file as the request saw it: what the model's edits were written against, kept
         # when a rebase moves the file's base onto the disk (app/core/edits/arrival.py)
@@ -94,16 +101,9 @@ class PendingDiff:
         # answer that shows only part of a file may then delete the rest (flagged); otherwise
         # the rest is kept (Session sets it per answer; app/core/edits/formats/fragments.py)
         self.removal_asked = False
-        # files whose live rebase waits for the edit streaming into them to end, and who to
-        # tell when it has (app.core.git.sync.Sync)
+        # files whose live rebase waits for the edit streaming into them to end (`Due` is
+        # published when it has: app.core.git.sync.Sync runs it then)
         self.due: set[str] = set()
-        self.on_due: Callable[[str], None] | None = None
-        # told of each live rebase (path, the disk snapshot or None when gone, why): the
-        # session's log records it so that a resume replays it (app/core/conversation/log.py)
-        self.on_rebase: Callable[[str, Snapshot | None, str], None] | None = None
-        # told after each live rebase of a file (app/core/variants relabels the conflicts a
-        # sibling variant's accept made as superseded)
-        self.after_rebase: Callable[[FileDiff], None] | None = None
 
     def begin_turn(self, redirect: bool = False) -> None:
         """A new answer (redirect or follow-up) starts streaming into this diff. A redirect
@@ -157,8 +157,7 @@ class PendingDiff:
     def _release(self, cur: _Cursor | _Ignore | None) -> None:
         if type(cur) is _Cursor and cur.fd.path in self.due:
             self.due.discard(cur.fd.path)
-            if self.on_due is not None:
-                self.on_due(cur.fd.path)
+            self.listeners.publish(Due(cur.fd.path))
 
     def take_dirty(self) -> set[str]:
         dirty, self.dirty = self.dirty, set()

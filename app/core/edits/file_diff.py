@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from app.core.disk.snapshot import Snapshot
 from app.core.edits.formats import fragments
 from app.core.edits.hunks import DECIDED, Hunk, HunkState
+from app.core.listeners import Listeners
 from app.core.text import parses
 from app.core.text.linediff import Change, apply_changes, line_diff
 from app.core.text.locate import LADDER
@@ -23,8 +24,7 @@ class Owner(Protocol):
     removal_asked: bool  # the instruction asked to remove something
     bases: dict[str, Snapshot]  # each file's base (a rebase moves it)
     dropped: set[int]  # hunk ids that vanished
-    on_rebase: Callable[[str, Snapshot | None, str], None] | None  # told of each live rebase
-    after_rebase: Callable[[FileDiff], None] | None  # told when it is done
+    listeners: Listeners[Any]  # told of each live rebase, before and after (changes.py)
 
     def next_id(self) -> int: ...
     def bump(self, path: str | None = None) -> int: ...

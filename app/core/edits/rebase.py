@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
+from app.core.edits.changes import RebaseDone, Rebasing
 from app.core.edits.file_diff import Edit, FileDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState, note_conflict
 from app.core.text.linediff import Change, apply_changes, line_diff
@@ -98,8 +99,7 @@ def read_disk(ws: Workspace, expect: Expectation) -> DiskRead:
 
 def apply(fd: FileDiff, read: DiskRead) -> Rebased:
     """Move `fd` onto the disk as `read` saw it. Where the pending diff lives (event loop)."""
-    if fd.owner.on_rebase is not None:  # the session log keeps what the file was moved onto
-        fd.owner.on_rebase(fd.path, read.snapshot, read.reason)
+    fd.owner.listeners.publish(Rebasing(fd.path, read.snapshot, read.reason))
     if read.snapshot is None:
         out = mark_gone(fd, read.reason)
     else:
@@ -108,8 +108,7 @@ def apply(fd: FileDiff, read: DiskRead) -> Rebased:
         if user is None or read.token != expect.token:  # an accept or rebase ran meanwhile
             user = line_diff(expect.lines, read.snapshot.lines)
         out = _Rebase(fd, read.snapshot, expect.lines, user).run()
-    if fd.owner.after_rebase is not None:
-        fd.owner.after_rebase(fd)
+    fd.owner.listeners.publish(RebaseDone(fd))
     return out
 
 

@@ -21,7 +21,8 @@ from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.git.commit_message import ProposalFailed
 from app.core.git.repository import NOT_A_REPO, CommitResult, FileStatus, StageResult
-from app.core.git.sync import Sync, SyncUpdate
+from app.core.git.sync import Publisher, Sync, SyncUpdate
+from app.core.listeners import Listeners
 from app.core.provider import Provider
 
 View = Literal["head", "index"]
@@ -29,15 +30,16 @@ View = Literal["head", "index"]
 
 class LiveTree:
     def __init__(self, ws: Workspace, pending: Callable[[], PendingDiff | None],
-                 lock: asyncio.Lock) -> None:
+                 lock: asyncio.Lock, changes: Publisher | None = None) -> None:
         self.ws = ws
         self.pending = pending  # the session's pending diff now (a new answer replaces it)
+        self.changes = changes  # who says a put-off rebase is due (Sync)
         self.lock = lock  # the session's write lock: accepts, undos and staging take turns
         self.sync: Sync | None = None  # open while `run` runs
         self.files: list[str] = []  # the workspace's files, as the last update listed them
         self.status: dict[str, FileStatus] = {}  # what git said last (empty outside a repository)
         # told of every update too (the repository map: app/core/knowledge/service.py `saw`)
-        self.on_update: Callable[[SyncUpdate], None] | None = None
+        self.updates: Listeners[SyncUpdate] = Listeners()
 
     @property
     def in_git(self) -> bool:
@@ -52,7 +54,8 @@ class LiveTree:
     async def run(self, stop: asyncio.Event, *, watch: bool = True) -> AsyncGenerator[SyncUpdate, None]:
         """The first picture (files, status, branch), then, with `watch`, every update until
         `stop` is set; what was opened is closed when the caller stops iterating."""
-        self.sync = await asyncio.to_thread(Sync.open, self.ws, self.pending, lock=self.lock)
+        self.sync = await asyncio.to_thread(Sync.open, self.ws, self.pending, lock=self.lock,
+                                       changes=self.changes)
         try:
             first = await self.sync.initial()
             self._saw(first)
@@ -65,8 +68,7 @@ class LiveTree:
             await self.sync.aclose()
 
     def _saw(self, update: SyncUpdate) -> None:
-        if self.on_update is not None:
-            self.on_update(update)
+        self.updates.publish(update)
         if update.files is not None:
             self.files = update.files
         if update.status is not None:

@@ -26,9 +26,11 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from app.core.disk.workspace import Workspace
 from app.core.edits import rebase
+from app.core.edits.changes import Due
 from app.core.edits.diff import PendingDiff
 from app.core.git.commit_message import ProposalFailed, propose
 from app.core.git.files import walk_files
@@ -104,19 +106,28 @@ class _Files:
                 del self.sorted[bisect.bisect_left(self.sorted, p)]
 
 
+class Publisher(Protocol):
+    """Who tells of a change set's events (ChangeSet, Variants, a PendingDiff's listeners)."""
+
+    def subscribe(self, fn: Callable[[Any], object]) -> Callable[[], None]: ...
+
+
 class Sync:
     def __init__(self, ws: Workspace, git: GitRepo | None,
                  pending: Callable[[], PendingDiff | None], *, lock: asyncio.Lock | None = None,
-                 quiet: float = 0.15, burst: int = 300, settle_limit: float = 30.0) -> None:
+                 changes: Publisher | None = None, quiet: float = 0.15, burst: int = 300,
+                 settle_limit: float = 30.0) -> None:
         self.ws = ws
         self.git = git
         self.pending = pending
+        # where a rebase put off while an edit streamed is said to be due (`Due`): the
+        # session's change set, or every variant's (app/core/review/events.py)
+        self.changes = changes
         self.lock = lock or asyncio.Lock()
         self.quiet = quiet  # a burst is over after this long without events
         self.burst = burst  # from this many paths on, wait for quiet before refreshing
         self.settle_limit = settle_limit  # never wait longer than this for git to finish
         self._queue: asyncio.Queue[Changes | tuple[str, str]] = asyncio.Queue()
-        self._hooked: PendingDiff | None = None
         self._status: dict[str, FileStatus] | None = None  # what the last look found
         self._files: _Files | None = None
         self._head: str | None = None  # the commit the status was taken against
@@ -154,7 +165,7 @@ class Sync:
         loop = asyncio.get_running_loop()
         self.watcher = Watcher(self.ws.root, git_dirs_of(self.git))
         self.watcher.start(self._queue.put_nowait, loop)
-        self._hook(self.pending())
+        leave = self.changes.subscribe(self._due) if self.changes is not None else None
         stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
         try:
             while True:
@@ -170,6 +181,8 @@ class Sync:
                 async for update in self._phases(burst):
                     yield update
         finally:
+            if leave is not None:
+                leave()
             if stopper is not None:
                 stopper.cancel()
             if self.watcher is not None:
@@ -203,11 +216,10 @@ class Sync:
         git = self.git
         return git is not None and os.path.exists(git.git_dir / "index.lock")
 
-    def _hook(self, pending: PendingDiff | None) -> None:
+    def _due(self, ev: object) -> None:
         """Files a rebase had to put off (an edit was streaming into them) come back here."""
-        if pending is not None and pending is not self._hooked:
-            pending.on_due = lambda path: self._queue.put_nowait((_DUE, path))
-            self._hooked = pending
+        if type(ev) is Due:
+            self._queue.put_nowait((_DUE, ev.path))
 
     async def _phases(self, burst: _Burst) -> AsyncIterator[SyncUpdate]:
         """A burst's updates, quickest first: the rebased files (what the diff pane shows),
@@ -220,7 +232,6 @@ class Sync:
 
         update = new()
         pending = self.pending()
-        self._hook(pending)
         if pending is not None:
             targets = (set(burst.files) | burst.due) & set(pending.files)
             if update.git_changed:  # a checkout or reset may have rewritten any of them

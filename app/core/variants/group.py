@@ -13,8 +13,12 @@ accepted region touches becomes a conflict, which this module relabels *supersed
 not acceptable) for as long as the other variant's accept stands. Undoing that accept puts
 the disk back where both started, and the rebase turns the superseded hunk into a plain
 pending hunk again ("no conflict after all"). The relabel runs after every rebase of a
-variant's file (`PendingDiff.after_rebase`), so a rebase put off while an edit streamed is
-caught too.
+variant's file (`RebaseDone`), so a rebase put off while an edit streamed is caught too.
+
+`Variants` subscribes once to each variant's change set (app/core/review/events.py): after
+the session, which saves each decision first. The screen subscribes to `Variants`
+(`subscribe`): it hears `Arrived` from whichever variant streams, `Due` (the live sync runs
+a put-off rebase), and `SetChanged`.
 
 The set ends when the next message finds nothing streaming and nothing open: the siblings
 go, and variant 1's conversation goes on, told what was taken from which variant.
@@ -27,15 +31,19 @@ import contextlib
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from app.core.conversation.context import Conversation
-from app.core.conversation.records import Accept, Reject, Undo
 from app.core.conversation.session import Session, Turn
 from app.core.edits import arrival
 from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState
+from app.core.listeners import Listeners
 from app.core.provider import Provider
+from app.core.review.change_set import ChangeSet
+from app.core.review.events import Arrived, Decided, Due, Event, RebaseDone
+from app.core.storage.records import Accept, Reject, Undo
 from app.core.text.plural import plural
 from app.core.text.textfile import encode
 
@@ -44,6 +52,11 @@ MAX_VARIANTS = 8
 
 class VariantsRefused(ValueError):
     """Variants cannot start now (said in one line; nothing was sent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SetChanged:
+    """The set, or the variant shown, changed."""
 
 
 @dataclass(eq=False)
@@ -76,10 +89,14 @@ class Variants:
         self.items: list[Variant] = [Variant(1, main, main.provider.label)]
         self.shown = 0  # the variant on screen (index into items)
         self.asked = ""  # the instruction the set answers
-        self.on_change: Callable[[], None] | None = None  # the set or the variant shown changed
+        # the screen's: `Arrived` and `Due` from any variant, `SetChanged` (module docstring)
+        self.listeners: Listeners[Arrived | Due | SetChanged] = Listeners()
         self._accepts: list[int] = []  # the variant of each accept still standing, in order
-        self._hooked: set[int] = set()  # ids of the reviews and pending diffs hooked
         self._closing: list[asyncio.Task[None]] = []
+        main.changes.subscribe(partial(self._heard, main))
+
+    def subscribe(self, fn: Callable[[Arrived | Due | SetChanged], object]) -> Callable[[], None]:
+        return self.listeners.subscribe(fn)
 
     # -- what is on screen --------------------------------------------------------------
     @property
@@ -142,7 +159,6 @@ class Variants:
         self.items += [Variant(i + 2, self._sibling(p), p.label) for i, p in enumerate(siblings)]
         self.shown, self.asked, self._accepts = 0, instruction, []
         turns = [v.session.start(instruction) for v in self.items]
-        self._hook_all()
         self._changed()
         return turns
 
@@ -152,12 +168,9 @@ class Variants:
         and the main session goes on."""
         if self.active and (self.streaming or self.open_hunks):
             turns = [v.session.start(instruction) for v in self.items]
-            self._hook_all()
             return turns[self.shown]
         self._end_set()
-        turn = self.main.start(instruction)
-        self._hook_all()
-        return turn
+        return self.main.start(instruction)
 
     def interrupt(self) -> bool:
         """Esc stops every variant."""
@@ -170,13 +183,13 @@ class Variants:
 
     def _sibling(self, provider: Provider) -> Session:
         m = self.main
+        # one journal and one writer; the decisions on the last change set are told to every
+        # variant (ChangeSet.beside)
         s = Session(m.ws, provider, fmt=m.fmt_choice, max_tokens=m.max_tokens,
-                    temperature=m.temperature)
+                    temperature=m.temperature, changes=ChangeSet.beside(m.changes))
         s.files, s.sent = m.files, _copy_conversation(m.sent)
-        s.pending = m.pending  # the decisions on the last change set are told to every variant
-        s.journal, s.write_lock = m.journal, m.write_lock  # one undo order, one writer
-        s.arrivals = arrival.Arrivals(m.ws, m.write_lock)
-        s.knowledge, s.on_data = m.knowledge, m.on_data
+        s.knowledge = m.knowledge
+        s.changes.subscribe(partial(self._heard, s))
         s.sent.resumed(provider)  # a server that keeps the conversation goes on from it
         return s
 
@@ -202,30 +215,19 @@ class Variants:
         await self.main.aclose()
 
     def _changed(self) -> None:
-        if self.on_change is not None:
-            self.on_change()
+        self.listeners.publish(SetChanged())
 
     # -- taking hunks across variants ---------------------------------------------------
-    def _hook_all(self) -> None:
-        for v in self.items:
-            self._hook(v)
-
-    def _hook(self, v: Variant) -> None:
-        s = v.session
-        review, pending = s.review, s.pending
-        if review is not None and id(review) not in self._hooked:
-            self._hooked.add(id(review))
-            told = review.on_record
-
-            def record(rec: Accept | Reject | Undo, told=told, v=v) -> None:
-                if told is not None:
-                    told(rec)
-                self._decided(v, rec)
-
-            review.on_record = record
-        if pending is not None and id(pending) not in self._hooked:
-            self._hooked.add(id(pending))
-            pending.after_rebase = self._relabel
+    def _heard(self, session: Session, ev: Event) -> None:
+        """An event of `session`'s change set (it heard it first)."""
+        if type(ev) is Arrived or type(ev) is Due:
+            self.listeners.publish(ev)
+        elif type(ev) is RebaseDone:
+            self._relabel(ev.fd)
+        elif isinstance(ev, Decided):
+            v = self.variant_of(session)
+            if v is not None:
+                self._decided(v, ev.record)
 
     def _decided(self, v: Variant, rec: Accept | Reject | Undo) -> None:
         """An accept or undo in variant `v` changed the disk: the others are rebased onto
@@ -295,8 +297,8 @@ class Variants:
             index = self._accepts[-1]
             v = next((v for v in self.items if v.index == index), None)
             if v is not None and v.session.review is not None and v.session.review.can_undo:
-                return await v.session.undo()
-        return await self.session.undo()
+                return await v.session.changes.undo()
+        return await self.session.changes.undo()
 
     # -- what the screen and the report show --------------------------------------------
     def region(self, path: str, hunk: Hunk,

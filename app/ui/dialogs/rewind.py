@@ -23,11 +23,11 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from app.core.conversation import rewind
-from app.core.conversation.records import SessionError
 from app.core.conversation.resume import rebase_onto_disk, rewind_conversation
 from app.core.conversation.session import Session
 from app.core.disk.journal import UndoRefused
 from app.core.disk.repo_lock import Busy
+from app.core.storage.records import SessionError
 from app.core.text.plural import plural
 from app.view.outside_text import to_text
 

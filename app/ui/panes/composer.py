@@ -24,6 +24,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input
 
+from app.core.conversation import retries
 from app.core.conversation.session import ContextError, Session
 from app.core.conversation.turn import Turn
 from app.core.variants.group import Variants
@@ -359,7 +360,7 @@ class Composer(Vertical):
         if failed is None:
             return
         try:
-            if self.session.retry_failed() is None:
+            if retries.retry_failed(self.session) is None:
                 return
         except ContextError as exc:  # a context file is gone or unreadable now
             self.notify(str(exc), severity="error")

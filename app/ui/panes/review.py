@@ -26,7 +26,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import var
 
-from app.core.conversation.review import AcceptPlan, Outcome
+from app.core.conversation import retries
 from app.core.conversation.session import Session
 from app.core.disk.editor import edit_lines, editor_command
 from app.core.disk.journal import UndoRefused
@@ -35,6 +35,7 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.git.live_tree import LiveTree
 from app.core.git.sync import SyncUpdate
+from app.core.review.review import AcceptPlan, Outcome
 from app.core.text.invisible import found
 from app.core.text.plural import plural
 from app.core.variants.group import Variants
@@ -415,7 +416,7 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
         await self.check_undo()
 
     def action_retry(self) -> None:
-        if self.session.retry_refused() is not None:
+        if retries.retry_refused(self.session) is not None:
             self.post_message(SessionChanged())
 
     # -- carrying a decision out -----------------------------------------------------------
@@ -467,7 +468,7 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
             review = session.review
             if review is not None and review.can_undo:
                 return review.undo_entry().label
-            entry = session.journal.last_undoable()
+            entry = session.changes.journal.last_undoable()
             return entry.label if entry is not None else ""
 
         try:
@@ -481,7 +482,7 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
     async def _recover(self) -> None:
         """An accept or undo a crash left half-done is completed before anything else."""
         try:
-            done = await self.session.recover()
+            done = await self.session.changes.recover()
             if not alive(self):
                 return
         except (Busy, OSError) as exc:

@@ -12,8 +12,8 @@ from textual.widget import Widget
 from app.core.edits.hunks import OPEN, Hunk, pick_lines
 
 if TYPE_CHECKING:
-    from app.core.conversation.review import AcceptPlan, Outcome
     from app.core.conversation.session import Session
+    from app.core.review.review import AcceptPlan, Outcome
     from app.ui.widgets.diff_view import DiffView
     from app.ui.widgets.line_preview import LinePreview
 

@@ -22,9 +22,9 @@ from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from app.core.conversation.review import line_rows
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import Hunk, HunkState
+from app.core.review.review import line_rows
 from app.core.text.plural import plural
 from app.ui.actions import bindings, key_names, review_keys
 from app.ui.compat import set_virtual_size

@@ -16,8 +16,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from app.core.conversation.log import SessionLog, read_log
-from app.core.conversation.records import (
+from app.core.disk.snapshot import Snapshot
+from app.core.disk.state_home import ensure, state_home, why_unusable
+from app.core.storage.log import SessionLog, read_log
+from app.core.storage.records import (
     Base,
     Info,
     Meta,
@@ -28,8 +30,6 @@ from app.core.conversation.records import (
     TurnRec,
     fold,
 )
-from app.core.disk.snapshot import Snapshot
-from app.core.disk.state_home import ensure, state_home, why_unusable
 from app.core.text.textfile import NotText
 
 

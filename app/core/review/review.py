@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from typing import Any
 
-from app.core.conversation.records import Accept, Reject, Undo
 from app.core.disk.journal import Entry, Journal, StepFailed, UndoRefused, Write, reason
 from app.core.disk.repo_lock import Busy
 from app.core.disk.workspace import ABSENT, Content, PathRefused, Workspace
@@ -29,132 +28,38 @@ from app.core.edits.arrival import check_now
 from app.core.edits.diff import PendingDiff
 from app.core.edits.file_diff import FileDiff
 from app.core.edits.hunks import OPEN, Hunk, HunkState, line_rows, pick_lines, written_note
-from app.core.text.linediff import Change, rebase
+from app.core.listeners import Listeners
+from app.core.review.events import Decided, Settled
+from app.core.review.merge import (
+    AcceptPlan,
+    FileMerge,
+    Outcome,
+    Tx,
+    accept_label,
+    grouped,
+    out_reason,
+)
+from app.core.storage.records import Accept, Reject, Undo
+from app.core.text.linediff import Change
 from app.core.text.plural import plural
-from app.core.text.textfile import NotText, TextFormat, decode, encode
 
-__all__ = ["Outcome", "Review", "line_rows", "out_reason", "pick_lines", "written_note"]
-
-
-@dataclass
-class Outcome:
-    accepted: list[int] = field(default_factory=list)
-    rejected: list[int] = field(default_factory=list)
-    conflicts: list[int] = field(default_factory=list)
-    written: list[str] = field(default_factory=list)  # files changed on disk
-    not_written: list[str] = field(default_factory=list)  # "path ...: why", one per file
-    messages: list[str] = field(default_factory=list)
-    recovered: list[str] = field(default_factory=list)  # interrupted steps completed first
-
-    @property
-    def ok(self) -> bool:
-        return not self.conflicts and not self.messages and not self.not_written
-
-
-@dataclass(eq=False)
-class FileMerge:
-    """How one file's chosen hunks go onto whatever the disk holds: 3-way against what steer
-    expects there. Plain data taken at plan time, so that it can run again in the writer's
-    thread when the file turns out to have changed."""
-
-    path: str
-    base_exists: bool
-    base_fmt: TextFormat
-    expected: list[str]
-    hunks: list[tuple[Hunk, list[str]]]  # hunk, the lines it writes
-    edits: list[Change]  # aligned with hunks, in `expected` coordinates
-    others_accepted: bool  # every other hunk of the file is accepted already
-    deleted: bool  # the proposal deletes the file
-    carrier: Write | None = None  # the write that carries these hunks
-    bad: dict[int, str] = field(default_factory=dict)  # hunk index -> why it cannot go
-
-    def onto(self, found: Content) -> Content | None:
-        """The content to write over `found`; None when no hunk can go. Sets `bad`."""
-        self.bad = {}
-        every = range(len(self.hunks))
-        if found.link is not None or found.special is not None:
-            return self._fail(every, f"{self.path} is now {found.describe()}")
-        if self.base_exists and found.data is None:
-            return self._fail(every, f"{self.path} was deleted on disk since the request")
-        lines: list[str] = []
-        fmt = self.base_fmt
-        if found.data is not None:
-            try:
-                lines, fmt = decode(found.data, self.path)
-            except NotText as exc:
-                return self._fail(every, str(exc))
-            if not self.base_exists and lines != self.expected:
-                return self._fail(every, f"{self.path} was created on disk since the request")
-        for i, e in enumerate(self.edits):
-            try:
-                "\n".join(e.lines).encode(fmt.encoding)
-            except UnicodeEncodeError as exc:
-                self.bad[i] = (f"the answer has text that cannot be written as {fmt.encoding} "
-                               f"({exc.reason}: {exc.object[exc.start:exc.end]!r})")
-        keep = [i for i in every if i not in self.bad]
-        merged, clash = rebase(self.expected, lines, [self.edits[i] for i in keep])
-        for k in clash:  # `merged` holds the others only
-            self.bad[keep[k]] = "the lines changed on disk since the request"
-        if len(self.bad) == len(self.hunks):
-            return None
-        if self.deleted and not merged and self.others_accepted and not self.bad:
-            return ABSENT
-        return Content(data=encode(merged, fmt, lines if found.data is not None else None),
-                       mode=found.mode)
-
-    def _fail(self, which: Iterable[int], why: str) -> Content | None:
-        """No hunk of `which` can go, for the one reason `why`: nothing to write."""
-        for i in which:
-            self.bad[i] = why
-        return None
-
-    def drop_bad(self) -> list[tuple[Hunk, str]]:
-        """Take the hunks that cannot go out of the merge; returns them with the reason."""
-        gone = [(self.hunks[i][0], why) for i, why in sorted(self.bad.items())]
-        if gone:
-            self.hunks = [h for i, h in enumerate(self.hunks) if i not in self.bad]
-            self.edits = [e for i, e in enumerate(self.edits) if i not in self.bad]
-            self.others_accepted = False
-            self.bad = {}
-        return gone
-
-
-@dataclass
-class AcceptPlan:
-    label: str
-    writes: list[Write]
-    merges: list[FileMerge]
-    outcome: Outcome
-    entry_id: str | None = None  # set once journaled and written
-    recovered: list[Entry] = field(default_factory=list)  # steps a crash left, completed first
-    how: str = ""  # "lines" (picked rows) or "edited": how the written lines were chosen
-    edited: tuple[int, list[str]] | None = None  # a merge the user wrote: kept if not written
-
-    @property
-    def decided(self) -> list[tuple[Hunk, list[str]]]:
-        return [hl for m in self.merges for hl in m.hunks]
-
-
-@dataclass
-class _Tx:
-    entry_id: str
-    hunks: list[tuple[Hunk, HunkState, list[str] | None, str]]  # hunk, state, applied, note
+__all__ = ["AcceptPlan", "Outcome", "Review", "line_rows", "out_reason", "pick_lines",
+           "written_note"]
 
 
 class Review:
     def __init__(self, ws: Workspace, pending: PendingDiff, journal: Journal | None = None, *,
-                 lock: asyncio.Lock | None = None) -> None:
+                 lock: asyncio.Lock | None = None, listeners: Listeners[Any] | None = None) -> None:
         self.ws = ws
         self.pending = pending
         self.journal = journal or Journal.for_workspace(ws)
-        self._undo: list[_Tx] = []
+        self._undo: list[Tx] = []
         # one accept or undo at a time; the session shares it with the live rebase (Sync), so
         # a rebase never sees steer's own write half recorded
         self._lock = lock or asyncio.Lock()
-        # called after hunks were decided (an agent's write waits for that: Session)
-        self.on_decided: Callable[[], None] | None = None
-        # each decision as a record of the session's log (app/core/conversation/log.py)
-        self.on_record: Callable[[Accept | Reject | Undo], None] | None = None
+        # told of each decision as a record of the session's log (`Decided`), and after hunks
+        # were decided, replayed ones too (`Settled`): app/core/review/events.py
+        self.listeners: Listeners[Any] = listeners if listeners is not None else Listeners()
 
     # -- choosing --------------------------------------------------------------------------
     # plan_* prepare an accept (see `plan`); accept_* also carry it out, in one go.
@@ -219,8 +124,8 @@ class Review:
                 h.reason = why
                 self.pending.files[h.path].touch(h)
                 out.rejected.append(i)
-        if out.rejected and self.on_decided is not None:
-            self.on_decided()
+        if out.rejected:
+            self.listeners.publish(Settled())
         return out
 
     def reject_file(self, path: str, reason: str = "") -> Outcome:
@@ -311,7 +216,7 @@ class Review:
                 plan.merges.append(m)
                 continue
             after = m.onto(found)
-            for why, group in _grouped(m.drop_bad()):
+            for why, group in grouped(m.drop_bad()):
                 self._conflict(out, group, why)
             if after is None:
                 continue
@@ -328,7 +233,7 @@ class Review:
                 continue
             m.carrier = Write(path, found, after, redo=self._redo(m))
             plan.writes.append(m.carrier)
-        plan.label = _label(label, plan.decided)
+        plan.label = accept_label(label, plan.decided)
         return plan
 
     def _settle(self, chosen: Mapping[int, list[str] | None]) -> tuple[dict, dict]:
@@ -399,7 +304,7 @@ class Review:
                 out.not_written.append(w.why or f"{w.path}: not written")
             if w.kept:
                 out.messages.append(f"{w.path}: a save made while steer wrote it is kept as {w.kept}")
-        tx = _Tx(plan.entry_id, [])
+        tx = Tx(plan.entry_id, [])
         for m in plan.merges:
             late = dict(m.bad)  # hunks a re-plan at write time could not place
             for i, (h, applied) in enumerate(m.hunks):
@@ -418,8 +323,7 @@ class Review:
             self._undo.append(tx)
         self._record_accept(plan.entry_id, out)
         self._after_clash(plan, out)
-        if self.on_decided is not None:
-            self.on_decided()
+        self.listeners.publish(Settled())
         return out
 
     def _after_clash(self, plan: AcceptPlan, out: Outcome) -> None:
@@ -441,13 +345,13 @@ class Review:
             h.note = (h.note + "; " if h.note else "") + "your edit is kept as the proposal"
             self.pending.files[h.path].touch(h)
 
-    # -- the session's log (app/core/conversation/log.py) ------------------------------------------
+    # -- the session's log (app/core/storage/log.py) ------------------------------------------
     def _record(self, rec: Accept | Reject | Undo | None) -> None:
-        if rec is not None and self.on_record is not None:
-            self.on_record(rec)
+        if rec is not None:
+            self.listeners.publish(Decided(rec))
 
     def _record_accept(self, entry_id: str | None, out: Outcome) -> None:
-        if self.on_record is None or not (out.accepted or out.conflicts):
+        if not (out.accepted or out.conflicts):
             return
         by_id = {h.id: h for h in self.pending.hunks}
         done = [(i, list(by_id[i].applied or []), by_id[i].note) for i in out.accepted if i in by_id]
@@ -475,7 +379,7 @@ class Review:
             if h is not None and h.state in OPEN:
                 h.state, h.note = HunkState.CONFLICT, note
                 self.pending.files[h.path].touch(h)
-        tx = _Tx(rec.entry or "", [])
+        tx = Tx(rec.entry or "", [])
         for i, applied, note in rec.hunks:
             h = by_id.get(i)
             if h is None or h.state not in OPEN:
@@ -485,8 +389,7 @@ class Review:
             self.pending.files[h.path].touch(h)
         if tx.hunks and rec.entry:
             self._undo.append(tx)
-        if self.on_decided is not None:
-            self.on_decided()
+        self.listeners.publish(Settled())
 
     def _conflict(self, out: Outcome, hunks: list[Hunk], why: str, quiet: bool = False) -> None:
         for h in hunks:
@@ -581,31 +484,6 @@ class Review:
             tx.hunks = kept
         else:
             self._undo.pop()
-        return _label("", [(h, []) for h, *_ in back])
+        return accept_label("", [(h, []) for h, *_ in back])
 
 
-def out_reason(reason: str) -> str:
-    """A rejection's reason as kept: one line, not too long."""
-    line = " ".join(reason.split())
-    return line[:200]
-
-
-def _grouped(items: list[tuple[Hunk, str]]) -> list[tuple[str, list[Hunk]]]:
-    groups: dict[str, list[Hunk]] = {}
-    for h, why in items:
-        groups.setdefault(why, []).append(h)
-    return list(groups.items())
-
-
-def _label(what: str, decided: list[tuple[Hunk, list[str]]]) -> str:
-    """What the journal (and u's key label) calls an accept: "hunk #3 in calc.py", "lines
-    of hunk #1 in calc.py", "accept all: hunks #1, #4 in a.py, b.py"."""
-    if not decided:
-        return f"accept {what}: nothing" if what else "nothing"
-    files = ", ".join(sorted({h.path for h, _ in decided}))
-    if what.endswith(f"hunk #{decided[0][0].id}") and len(decided) == 1:  # lines, edited
-        return f"{what} in {files}"
-    ids = ", ".join(f"#{h.id}" for h, _ in decided[:8])
-    more = f" and {len(decided) - 8} more" if len(decided) > 8 else ""
-    hunks = f"{'hunk' if len(decided) == 1 else 'hunks'} {ids}{more} in {files}"
-    return f"accept {what}: {hunks}" if what else hunks

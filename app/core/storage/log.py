@@ -31,8 +31,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from app.core.conversation.records import RECORD, Info, Reasoning, Record, SessionError, Text
 from app.core.disk.journal import fsync_dir
+from app.core.storage.records import RECORD, Info, Reasoning, Record, SessionError, Text
 from app.core.text import masking
 
 FLUSH_EVERY = 1.0  # seconds: streamed text reaches the disk at least this often

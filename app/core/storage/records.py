@@ -1,7 +1,7 @@
 """What a session log holds: one pydantic record per event (a turn, streamed text, a base,
 a decision, a rewind...), and folding a log's records to the session as it stands.
 
-Why a log of events rather than a saved state: see app/core/conversation/log.py."""
+Why a log of events rather than a saved state: see app/core/storage/log.py."""
 
 from __future__ import annotations
 
