@@ -40,9 +40,9 @@ async def test_the_session_counts_files_as_they_would_be_sent(tmp_path):
     session = Session(Workspace(root), provider, fmt="search_replace", context=["small.py"])
     small = session.budget("hi")
     assert not small.over and small.files["small.py"] < 20
-    whole = session.file_tokens("big.py", outline=False)
+    whole = session.files.tokens("big.py", outline=False)
     assert whole > 40_000  # the estimate sees the size
-    session.add_context("big.py", outline=True)
+    session.files.add("big.py", outline=True)
     assert session.budget().files["big.py"] < whole / 2  # the outline is what goes
     await provider.aclose()
 

@@ -173,7 +173,7 @@ async def test_a_file_taken_out_of_the_context_starts_afresh_and_says_why(tmp_pa
                     context=["slots.py", "notes.md"])
         await s.ask("add f0 and f1")
         s.review.reject_all("no")
-        s.remove_context("notes.md")
+        s.files.remove("notes.md")
         second = await s.ask("add f2 and f3")
         await s.aclose()
         bodies = server.stats.bodies

@@ -179,10 +179,10 @@ async def test_prefill_and_format_come_from_declared_capabilities(rig):
 async def test_context_paths_are_checked(rig, demo):
     session, _ = await rig(CALC_ANSWER)
     with pytest.raises(ContextError, match="outside"):
-        session.add_context("../elsewhere.py")
+        session.files.add("../elsewhere.py")
     with pytest.raises(ContextError, match="no such file"):
-        session.add_context("missing.py")
-    assert session.add_context("./README.md") == "README.md"
+        session.files.add("missing.py")
+    assert session.files.add("./README.md") == "README.md"
     assert session.context == ["calc.py", "README.md"]
-    session.remove_context("calc.py")
+    session.files.remove("calc.py")
     assert session.context == ["README.md"]

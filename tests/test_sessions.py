@@ -368,7 +368,7 @@ async def test_rewind_refuses_a_file_the_user_changed_since_and_writes_nothing_t
     server = await rig([CALC_ANSWER + "\nnotes.txt\n```\n<<<<<<< SEARCH\none\n=======\nONE\n"
                         ">>>>>>> REPLACE\n```\n"])
     s = rig.session(server)
-    s.add_context("notes.txt")
+    s.files.add("notes.txt")
     await s.ask("add type hints")
     s.review.accept_all()
     calc = (demo / "calc.py").read_text()

@@ -154,7 +154,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         # cold tree is not waited for (its paths go now, the next run has the cache)
         await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE, args.instruction)
         for f in args.outlines:
-            session.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root), outline=True)
+            session.files.add(os.path.relpath((cwd / f).resolve(strict=False), ws.root), outline=True)
         budget = session.budget(args.instruction)
         if budget.over:  # never cut silently: say what does not fit, send nothing
             big = max(budget.files, key=lambda f: budget.files[f], default="")

@@ -70,9 +70,9 @@ async def run_variants(args: argparse.Namespace, ws, settings, held: list, state
         main.knowledge = held[0] if held else None
         cwd = Path(args.directory).resolve()
         for f in args.files:
-            main.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root))
+            main.files.add(os.path.relpath((cwd / f).resolve(strict=False), ws.root))
         for f in args.outlines:
-            main.add_context(os.path.relpath((cwd / f).resolve(strict=False), ws.root),
+            main.files.add(os.path.relpath((cwd / f).resolve(strict=False), ws.root),
                              outline=True)
         variants.ask(args.instruction, providers[1:])
     except (ContextError, VariantsRefused) as exc:

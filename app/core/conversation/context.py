@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from app.core.conversation import context_budget as budgets
@@ -34,8 +34,9 @@ class ContextError(ValueError):
 class ContextFiles:
     """The context files of one session, in the order they were added."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, changed: Callable[[], object] = lambda: None) -> None:
         self.ws = ws
+        self.changed = changed  # after a file was added or taken out (the session saves)
         self.paths: list[str] = []
         self.outlined: set[str] = set()  # sent as their outline only
         self._outline_tokens: dict[tuple[str, int, int], int] = {}  # (path, mtime, size)
@@ -56,12 +57,14 @@ class ContextFiles:
             self.outlined.discard(rel)
         if rel not in self.paths:
             self.paths.append(rel)
+        self.changed()
         return rel
 
     def remove(self, rel: str) -> None:
         if rel in self.paths:
             self.paths.remove(rel)
         self.outlined.discard(rel)
+        self.changed()
 
     def tokens(self, rel: str, *, outline: bool | None = None) -> int:
         """Estimated tokens of a context file as it would be sent (a stat, or the outline

@@ -17,13 +17,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from app.core.conversation import replay
 from app.core.conversation.session import Session
 from app.core.disk.state_home import StateUnusable
 from app.core.edits import rebase
 from app.core.edits.hunks import HunkState
 from app.core.storage.log import SessionLog, read_log
-from app.core.storage.records import End, Meta, Record, Rewind, SessionError, fold
-from app.core.storage.store import ReplayResolver, SessionStore, new_id
+from app.core.storage.records import Meta, Rewind, SessionError, fold
+from app.core.storage.store import SessionStore, new_id
 
 
 @dataclass
@@ -37,23 +38,6 @@ class Resumed:
     @property
     def moved(self) -> list[str]:
         return [r.path for r in self.rebased if r.any]
-
-
-def replay(session: Session, records: list[Record]) -> End | None:
-    """Rebuild `session` from a log's records (Session.apply), saving nothing again. Returns
-    the End given to an answer the log left open, for the caller to apply and save."""
-    log, session.log = session.log, None
-    session.changes.read_through(ReplayResolver(session.ws, records))
-    try:
-        for rec in records:
-            session.apply(rec)
-        turn = session.turn
-        cut = session.end_replayed(turn, None) if turn is not None and turn.live else None
-    finally:
-        session.log = log
-        session.changes.read_through(session.saving.resolver())
-    session.saving.lists_saved()
-    return cut
 
 
 def start(session: Session, store: SessionStore, *, branch: str | None = None,
@@ -80,12 +64,12 @@ def resume(session: Session, store: SessionStore, sid: str | None = None, *,
     try:
         done = session.changes.journal.recover(session.ws)
         meta = next((r for r in records if isinstance(r, Meta)), None)
-        cut = replay(session, records)
+        cut = replay.replay(session, records)
         session.attach(log, branch=branch_of(session.ws.root) or (meta.branch if meta else None),
                        created=meta.created if meta else None,
                        forked_from=meta.forked_from if meta else None)
         if cut is not None:  # the process ended mid-answer: that end is part of the story
-            session.apply(cut)
+            replay.apply(session, cut)
         session.sent.resumed(session.provider)  # the server may keep the last answer
         moved = rebase_onto_disk(session)
     except BaseException:  # Ctrl+C too: the log is closed, so its lock is released
@@ -158,9 +142,9 @@ def rewind_conversation(session: Session, turn: int) -> int:
         raise SessionError("the session log could not be written; nothing was rewound")
     records, _ = read_log(log.path)
     session.reset()
-    cut = replay(session, fold(records))
+    cut = replay.replay(session, fold(records))
     if cut is not None:
-        session.apply(cut)
+        replay.apply(session, cut)
     rebase_onto_disk(session)
     log.summary(session.saving.info())
     # the conversation goes on from an earlier point: the next request cannot continue the

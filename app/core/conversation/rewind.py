@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from app.core.conversation import replay
 from app.core.disk.journal import Entry, FileChange, Journal, StepFailed, UndoRefused, Write
 from app.core.disk.repo_lock import Busy
 from app.core.disk.workspace import Content, PathRefused, Workspace
@@ -58,7 +59,7 @@ def rewind_files(session: Session, turn: int) -> Rewound:
     done = take_out(session.ws, session.changes.journal, targets, "undo",
                     f"rewind to before turn {turn + 1}")
     if done.steps:
-        session.apply(Files(op="rewind", turn=turn, steps=done.steps))
+        replay.apply(session, Files(op="rewind", turn=turn, steps=done.steps))
     return done
 
 
@@ -81,7 +82,7 @@ def redo_files(session: Session) -> Rewound:
     done = take_out(session.ws, session.changes.journal, list(reversed(last.steps)), "accept",
                     f"redo: files of turn {last.turn + 1} and after")
     if done.steps:  # (an accept of those turns again: a later rewind takes it out too)
-        session.apply(Files(op="redo", turn=last.turn, steps=done.steps, redone=last.steps))
+        replay.apply(session, Files(op="redo", turn=last.turn, steps=done.steps, redone=last.steps))
     return done
 
 

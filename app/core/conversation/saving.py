@@ -2,7 +2,7 @@
 log.py says why a log of events), the summary `steer sessions` lists, and the two lists the
 UI edits in place (the queue, the context files), saved whenever they changed.
 
-What each record does to a session is Session.apply (app/core/conversation/session.py);
+What each record does to a session is app/core/conversation/replay.py;
 this is only where records go and what the summary says.
 """
 
@@ -23,7 +23,6 @@ from app.core.storage.records import (
     End,
     Info,
     Queue,
-    Record,
     Reject,
     TurnRec,
     Undo,
@@ -36,18 +35,17 @@ if TYPE_CHECKING:
 
 
 class Saved(Protocol):
-    """What saving needs of its session: what the summary counts, the lists it saves, and
-    the session's one way of taking a record in."""
+    """What saving needs of its session: what the summary counts and the lists it saves."""
 
     ws: Workspace
     turns: list[Turn]
+
     @property
     def pending(self) -> PendingDiff | None: ...
     queue: list[str]
 
     @property
     def context(self) -> list[str]: ...
-    def apply(self, rec: Record) -> None: ...
 
 
 class Saving:
@@ -80,9 +78,9 @@ class Saving:
         s = self.session
         queue, context = self._lists
         if s.queue != queue:
-            s.apply(Queue(items=list(s.queue)))
+            self.save(Queue(items=list(s.queue)))
         if s.context != context:
-            s.apply(Context(items=list(s.context)))
+            self.save(Context(items=list(s.context)))
         self.lists_saved()
 
     def lists_saved(self) -> None:

@@ -1,6 +1,7 @@
-"""A conversation about one change set: turns, prompts, steering, queued follow-ups.
+"""A conversation about one change set: turns, steering, the queue, and the records they make.
 
-A change set is a PendingDiff over bases snapshotted when its first request was made. While
+A change set (app/core/review/change_set.py) is a PendingDiff over bases snapshotted when its
+first request was made, with its review. While
 it still has undecided hunks, every new message (a redirect, a follow-up) continues the same
 change set: the model sees its own previous answer and the user's decisions, and its new
 edits land in the same pending diff. Once everything is decided, the next message starts a
@@ -11,6 +12,9 @@ files that changed since the model saw them, the decisions it was not told) afte
 conversation so far, never edits an earlier message, so every request continues the last
 (previous_response_id, server prefix caches). Only a rewind, a file the user took out of
 the context, or a window it would overflow starts it afresh; the title says why (sent.full).
+
+Elsewhere: the answer streaming now (answer.py), asking again (retries.py), what each saved
+record does on a resume (replay.py), where it is saved (saving.py).
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from app.core.conversation.saving import Saving
 from app.core.conversation.turn import Turn, TurnState, end_record, restore_end
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
-from app.core.edits import rebase
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import fragments, make_parser
 from app.core.edits.hunks import DECIDED, EditError
@@ -44,22 +47,10 @@ from app.core.review.review import Review
 from app.core.storage.log import SessionLog
 from app.core.storage.records import (
     Accept,
-    AgentRec,
-    Base,
-    Context,
-    End,
     Files,
-    Meta,
-    Queue,
-    Reasoning,
     Rebase,
-    Record,
-    Reject,
-    Rewind,
     Snap,
-    Text,
     TurnRec,
-    Undo,
 )
 from app.core.text.names import carried
 
@@ -80,9 +71,10 @@ class Session:
         self.fmt_choice = fmt
         self.fmt = fmt
         self.fmt_reason = ""  # why this answer's format was chosen (shown in its title)
-        self.files = ContextFiles(ws)  # what the model is shown (app/core/conversation/context.py)
+        # what the model is shown (app/core/conversation/context.py), saved as it changes
+        self.files = ContextFiles(ws, self.saving.save_lists)
         for p in context or []:
-            self.add_context(p)
+            self.files.add(p)
         self.max_tokens = max_tokens
         self.temperature = temperature
         # `Arrived` is published when text arrives after the UI last looked (take_data), so
@@ -105,23 +97,6 @@ class Session:
     @property
     def context(self) -> list[str]:
         return self.files.paths
-
-    @property
-    def outlined(self) -> set[str]:
-        return self.files.outlined
-
-    def add_context(self, raw: str, *, outline: bool = False) -> str:
-        """A file for the model to see: whole, or (`outline`) only its definitions."""
-        rel = self.files.add(raw, outline=outline)
-        self.saving.save_lists()
-        return rel
-
-    def remove_context(self, rel: str) -> None:
-        self.files.remove(rel)
-        self.saving.save_lists()
-
-    def file_tokens(self, rel: str, *, outline: bool | None = None) -> int:
-        return self.files.tokens(rel, outline=outline)
 
     def budget(self, draft: str = "") -> budgets.Budget:
         """The next request's size against the model's context window (and the map's)."""
@@ -156,6 +131,11 @@ class Session:
         turn = self.turn
         return (self._task is not None and not self._task.done() and turn is not None
                 and turn.live)
+
+    @property
+    def answer(self) -> Answer | None:
+        """The last answer opened (streaming, or ended)."""
+        return self._answer
 
     @property
     def tentative(self) -> str:
@@ -311,7 +291,7 @@ class Session:
                       agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
                       continues=continues, full=full, time=time.time(), map=repo_map)
-        self._open_turn(rec, turn, snapshots)
+        self.open_turn(rec, turn, snapshots)
         assert self._answer is not None  # _open_turn opened this answer
         req = prompts.request(self._answer.messages, caps, self.provider.model, fmt, bases,
                               first=kind == "ask", prefill=prefill, max_tokens=self.max_tokens,
@@ -321,7 +301,7 @@ class Session:
             self._run(self._answer, events if events is not None else self.provider.stream(req)))
         return turn
 
-    def _open_turn(self, rec: TurnRec, turn: Turn, snapshots: list[Snapshot] | None) -> None:
+    def open_turn(self, rec: TurnRec, turn: Turn, snapshots: list[Snapshot] | None) -> None:
         """What a request opens: a change set for an ask, the conversation so far, the
         parser. Shared by a live turn and one replayed from the session's log."""
         afresh = not rec.continues if rec.continues is not None else not (  # an older log:
@@ -359,67 +339,7 @@ class Session:
             self._task = None  # the queue's next message goes as soon as an answer completes
             self.start(self.queue.pop(0))
 
-    # -- the log (app/core/storage/log.py): what each record does ---------------------
-    def apply(self, rec: Record) -> None:
-        """Take a record of the log in: the one place that says what each record does. A resume
-        applies the log in order (`replay`) through the code that made it; live, a record made
-        outside the session (a rewind's files, an answer a kill cut, the UI's lists) is applied
-        and saved. Meta, Base and Rewind do nothing here (store header, ReplayResolver, fold)."""
-        turn, pending = self.turn, self.pending
-        match rec:
-            case TurnRec():  # saved as it opens (before the bases its prefill reads)
-                if turn is not None and turn.live:  # the log left the answer before it open
-                    self.end_replayed(turn, None)
-                snaps = None if rec.bases is None else [b.snapshot().prepare() for b in rec.bases]
-                self._open_turn(rec, Turn(rec.instruction, rec.kind, steered_at=rec.steered_at),
-                                snaps)
-                return
-            case End() if turn is not None and turn.live:
-                self.end_replayed(turn, rec)  # saved as the answer ends
-                return
-            case Rebase():  # saved as the rebase runs (on_rebase)
-                fd = pending.files.get(rec.path) if pending is not None else None
-                if fd is not None:
-                    snap = rec.snap.snapshot().prepare() if rec.snap is not None else None
-                    rebase.apply(fd, rebase.DiskRead(rec.path, snap, rec.reason))
-                return
-            case Meta() | Base() | Rewind():
-                return
-            case Text() if turn is not None and turn.live and self._answer is not None:
-                turn.state = "streaming"
-                self._answer.feed(rec.s)
-            case Reasoning() if turn is not None:
-                turn.reasoning.append(rec.s)
-            case AgentRec():
-                self.agent.replay(rec)
-            case Accept() | Reject() | Undo() if self.review is not None:
-                self.review.replay(rec)
-                if isinstance(rec, Accept):
-                    self._checkpoint(rec)
-            case Queue():
-                self.queue[:] = rec.items
-            case Context():
-                self.context[:] = rec.items
-            case Files():
-                self.file_steps.append(rec)
-                if rec.op == "redo":  # an accept of those turns again: a later rewind takes
-                    self.accepts += [(rec.turn, s) for s in rec.steps]  # it out too
-        self.saving.save(rec)
-
-    def end_replayed(self, turn: Turn, rec: End | None) -> End:
-        """End a replayed answer as its record says, or as interrupted where the log stops."""
-        if rec is None:
-            rec = End(state="interrupted", finish_reason="cancelled", deltas=len(turn.chunks))
-        restore_end(turn, rec)
-        assert self._answer is not None  # the log opened it
-        self._answer.rid = rec.response_id
-        self._answer.finish(interrupted=rec.state == "interrupted")
-        if rec.state != "interrupted":
-            turn.state = rec.state
-        turn.ended = turn.started + rec.elapsed
-        return rec
-
-    def _checkpoint(self, rec: Accept) -> None:
+    def checkpoint(self, rec: Accept) -> None:
         """An accept that wrote something is a checkpoint of its turn (rewind.py)."""
         if rec.entry and rec.hunks:
             self.accepts.append((rec.turn, rec.entry))
@@ -430,7 +350,7 @@ class Session:
             rec = ev.record
             if type(rec) is Accept:  # an accept checkpoints its turn
                 rec.turn = max(len(self.turns) - 1, 0)
-                self._checkpoint(rec)
+                self.checkpoint(rec)
             self.saving.save(rec)
             self.saving.save_lists()
         elif isinstance(ev, Settled):  # an agent's write waits for its hunks' decision

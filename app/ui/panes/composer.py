@@ -229,10 +229,10 @@ class Composer(Vertical):
         session = self.session
         rel = self._known(raw)
         budget = session.budget()
-        size = session.file_tokens(rel, outline=False) if rel else 0
+        size = session.files.tokens(rel, outline=False) if rel else 0
         if rel is None or rel in session.context or budget.fits(size):
             try:
-                session.add_context(raw)
+                session.files.add(raw)
             except ContextError as exc:
                 if not quiet:
                     self.notify(str(exc), severity="error")
@@ -241,11 +241,11 @@ class Composer(Vertical):
                 then()
             return
         room = max(0, (budget.room or 0) - budget.used)
-        outline = session.file_tokens(rel, outline=True)
+        outline = session.files.tokens(rel, outline=True)
 
         def chosen(choice: str | None) -> None:
             if choice == "outline":
-                session.add_context(rel, outline=True)
+                session.files.add(rel, outline=True)
                 self.notify(f"{rel}: its outline goes to the model (≈{outline:,} tokens)", timeout=4)
             else:
                 self.notify(f"{rel} was not added to the context", timeout=4)
@@ -263,7 +263,7 @@ class Composer(Vertical):
     def toggle_context(self, path: str) -> None:
         """`c` on a file in the tree: in or out of the context."""
         if path in self.session.context:
-            self.session.remove_context(path)
+            self.session.files.remove(path)
             self.render_context()
         else:
             self.add_context(path, quiet=False)
@@ -272,7 +272,7 @@ class Composer(Vertical):
         session, prompt = self.session, self.prompt
         ctx = session.context
         hint = f"   @{prompt.completion}? Tab completes" if prompt.completion else ""
-        shown = "  ".join(f"◆ {p}" + (" (outline)" if p in session.outlined else "")
+        shown = "  ".join(f"◆ {p}" + (" (outline)" if p in session.files.outlined else "")
                           for p in ctx) if ctx else "none yet: type @path or press c on a file"
         budget = session.budget(prompt.message).text()
         know = session.knowledge
