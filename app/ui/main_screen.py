@@ -25,6 +25,7 @@ from textual.widgets import Header, Input
 from app import launch_gc
 from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
+from app.core.listeners import Listeners
 from app.core.review.events import Arrived, Due
 from app.core.variants.group import SetChanged, Variants
 from app.ui import actions
@@ -74,7 +75,7 @@ class MainScreen(KeysScreen):
         self._initial_context = list(context)
         self.watch_files = watch_files
         self.blink = blink  # snapshot tests turn the cursor blink off
-        self.on_frame: Callable[[], object] | None = None  # called after each frame that changed something
+        self.painted: Listeners[None] = Listeners()  # told after each frame that changed something
         self._ready = False
         self.gc = AnswerGC()
         self.branch = ""
@@ -189,8 +190,8 @@ class MainScreen(KeysScreen):
             self._show_variants()
         if f.status is not None or f.started is not None or f.ended:
             self._show_where()  # what waits in the review changed, or whether it streams
-        if f.changed and self.on_frame is not None:
-            self.on_frame()
+        if f.changed:
+            self.painted.publish(None)
 
     @on(Composer.QueueChanged)
     def _render_queue(self) -> None:

@@ -91,7 +91,7 @@ def instrument(app) -> tuple[list[float], list[tuple[float, int]], list, list]:
     displays: list[float] = []
     frames: list[tuple[float, int]] = []  # (time, chunks taken so far)
     on_display(app, lambda: displays.append(time.perf_counter()))
-    app.main.on_frame = lambda: frames.append((time.perf_counter(), app.main.sync.chunks))
+    app.main.painted.subscribe(lambda _: frames.append((time.perf_counter(), app.main.sync.chunks)))
     ticks: list = []
     app.main.tick_log = ticks
     collections: list[tuple[float, float, int]] = []  # (start, end, generation)
