@@ -151,14 +151,14 @@ def test_settled_answers_an_agent_waiting_on_its_hunks(ws):
 
 
 def _assigned_slots(tree: ast.AST) -> list[str]:
-    """`x.on_y = …` or `x._hooked = …` where x is not `self`."""
+    """`x.on_y = …`, `x.after_y = …` or `x._hooked = …` where x is not `self`."""
     out = []
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else (
             [node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign) else [])
         for t in targets:
             for el in (t.elts if isinstance(t, ast.Tuple) else [t]):
-                if (isinstance(el, ast.Attribute) and (el.attr.startswith("on_") or
+                if (isinstance(el, ast.Attribute) and (el.attr.startswith(("on_", "after_")) or
                                                        el.attr == "_hooked")
                         and not (isinstance(el.value, ast.Name) and el.value.id == "self")):
                     out.append(f"{ast.unparse(el)} (line {el.lineno})")
