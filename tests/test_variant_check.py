@@ -324,9 +324,13 @@ def test_refusal(tmp_path):
 
 # -- Ctrl+C and a SIGKILLed steer -------------------------------------------------------------
 DRIVER = textwrap.dedent("""
-    import asyncio, sys
+    import asyncio, signal, sys
     from pathlib import Path
     from app.core.variants.check import Checks
+
+    # Ctrl+C as a terminal delivers it, however the suite was started: a shell starts a
+    # background job (`make test &`) with SIGINT ignored, and the child would inherit that
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     async def main():
         checks = Checks(Path(sys.argv[1]), sys.argv[2], timeout=600)
