@@ -116,6 +116,8 @@ def test_each_record_costs_what_was_measured():
         rec = formats.get(name)
         assert rec.cost == Cost(fixed, per_line, exact), name
     assert formats.AGENT.cost is None
+    with pytest.raises(TypeError):  # read, never changed
+        formats.get("whole").cost.exact["tiny"] = 1.0
     with pytest.raises(ValueError, match="no measured cost"):
         costs.cost(formats.AGENT, [10], "capable", None)
     # whole files are priced by their lines, the others per file (a block each)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 # (path, the file's lines, the lines it should have, the fence's info string) -> the answer
 Writer = Callable[[str, Sequence[str], Sequence[str], str], str]
@@ -26,7 +27,10 @@ class Cost:
 
     fixed: float
     per_line: float = 0.0
-    exact: Mapping[str, float] = field(default_factory=dict)
+    exact: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:  # the measurement is read, never changed
+        object.__setattr__(self, "exact", MappingProxyType(dict(self.exact)))
 
 
 @dataclass(frozen=True)
