@@ -185,6 +185,6 @@ def write(path: str, old: Sequence[str], new: Sequence[str], lang: str) -> str:
 
 FORMAT = Format(
     "apply_patch", "apply_patch", RULES,
-    # per change: header, three lines of context each side
+    # per change: header, three lines of context each side; SmolLM2-135M: 0 of 24 exact
     Cost(110.0, 0.0, {"capable": 1.0, "tiny": 0.0}),
     write=write)

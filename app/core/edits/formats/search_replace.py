@@ -29,9 +29,9 @@ the file exactly, including indentation, and be just long enough to be unique. U
 small blocks rather than one large one. To create a file, use an empty SEARCH part."""
 
 
-def _count(lines: Sequence[str], block: Sequence[str]) -> int:
-    n, block = len(block), list(block)
-    return sum(1 for i in range(len(lines) - n + 1) if list(lines[i : i + n]) == block)
+def _count(lines: list[str], block: list[str]) -> int:
+    n = len(block)
+    return sum(1 for i in range(len(lines) - n + 1) if lines[i : i + n] == block)
 
 
 def _lines(lines: Sequence[str]) -> str:
@@ -56,5 +56,6 @@ def write(path: str, old: Sequence[str], new: Sequence[str], lang: str) -> str:
 
 FORMAT = Format(
     "search_replace", "search/replace", RULES,
-    Cost(77.3, 0.0, {"capable": 1.0, "tiny": 0.0}),  # per change: path, markers, the lines twice
+    # per change: path, markers, the lines around it twice; SmolLM2-135M: 0 of 24 exact
+    Cost(77.3, 0.0, {"capable": 1.0, "tiny": 0.0}),
     write=write)
