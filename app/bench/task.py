@@ -35,6 +35,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.core.edits import formats as edit_formats
 from app.core.edits.formats import FORMATS, make_parser
 from app.core.edits.formats.events import EditBegin, EditEnd, Line
 from app.core.text.linediff import line_diff
@@ -169,45 +170,11 @@ def make_tasks(quick: bool = False) -> list[Task]:
 
 # -- the answers a capable model writes ----------------------------------------------------------
 def scripted_answer(task: Task, fmt: str) -> str:
+    """The answer a capable model writes for `task` in `fmt` (the format's record writes it)."""
+    write = edit_formats.get(fmt).write
+    assert write is not None, f"{fmt} is not a format a model writes"
     a, b = task.base.rstrip("\n").split("\n"), task.expected.rstrip("\n").split("\n")
-    if fmt == "whole":
-        return (f"Here is the updated file.\n\n{task.path}\n```python\n" + "\n".join(b)
-                + "\n```\n")
-    hunks = line_diff(a, b)
-    if fmt == "search_replace":
-        blocks = []
-        for a1, a2, b1, b2 in hunks:
-            lo, hi = a1, a2
-            while _count(a, a[lo:hi]) != 1 or hi == lo:  # widen until unique and non-empty
-                lo, hi = max(0, lo - 1), min(len(a), hi + 1)
-            old = a[lo:hi]
-            new = a[lo:a1] + b[b1:b2] + a[a2:hi]
-            blocks.append(f"{task.path}\n```python\n<<<<<<< SEARCH\n" + "\n".join(old)
-                          + "\n=======\n" + "\n".join(new) + "\n>>>>>>> REPLACE\n```\n")
-        return "Done.\n\n" + "\n".join(blocks)
-    out = ["*** Begin Patch", f"*** Update File: {task.path}"]
-    groups: list[list[tuple[int, int, int, int]]] = []
-    for h in hunks:  # codex style: @@ and three lines of context; chunks never overlap
-        if groups and h[0] - groups[-1][-1][1] <= 6:
-            groups[-1].append(h)
-        else:
-            groups.append([h])
-    for group in groups:
-        lo, hi = max(0, group[0][0] - 3), min(len(a), group[-1][1] + 3)
-        out.append("@@")
-        pos = lo
-        for a1, a2, b1, b2 in group:
-            out += [f" {t}" for t in a[pos:a1]] + [f"-{t}" for t in a[a1:a2]]
-            out += [f"+{t}" for t in b[b1:b2]]
-            pos = a2
-        out += [f" {t}" for t in a[pos:hi]]
-    out.append("*** End Patch")
-    return "\n".join(out) + "\n\nDone.\n"
-
-
-def _count(lines: list[str], block: list[str]) -> int:
-    n = len(block)
-    return sum(1 for i in range(len(lines) - n + 1) if lines[i : i + n] == block)
+    return write(task.path, a, b, "python")
 
 
 # -- measuring ----------------------------------------------------------------------------------
@@ -260,7 +227,7 @@ async def _one(task: Task, provider, fmt: str, root: Path) -> dict:
            "lost_lines": _lost(task, got.rstrip("\n").split("\n"))}
     if turn.usage is not None and turn.usage.accepted_prediction is not None:
         row["prediction"] = [turn.usage.accepted_prediction, turn.usage.rejected_prediction]
-    if fmt == "whole":
+    if edit_formats.get(fmt).whole_file:
         literal = _literal(turn.text, task.path)
         row["literal_lost_lines"] = _lost(task, literal) if literal else 0
     return row
@@ -285,7 +252,7 @@ def _summary(tasks: list[Task], rows: list[dict], fmt: str) -> dict:
         "accepted_files_that_deleted_code": sum(1 for r in rows if r["lost_lines"]),
         "accepted_lines_of_code_deleted": sum(r["lost_lines"] for r in rows),
     }
-    if fmt == "whole":
+    if edit_formats.get(fmt).whole_file:
         # the same answers read literally (a whole file is the whole file), as before issue 11
         out["literal_reading_would_delete_code"] = sum(1 for r in rows if r.get("literal_lost_lines"))
         out["literal_reading_lines_deleted"] = sum(r.get("literal_lost_lines", 0) for r in rows)

@@ -17,11 +17,10 @@ from app.config import (  # noqa: F401 - ConfigError for the commands
     load_settings,
     variant_count,
 )
-from app.core.edits.formats import FORMATS as EDIT_FORMATS
+from app.core.edits.formats import CHOICES as FORMAT_CHOICES
 from app.view.outside_text import Over
 
 EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_EDITS = 0, 2, 3, 4
-FORMATS = ("auto", *EDIT_FORMATS)
 
 
 class Parser(argparse.ArgumentParser):
@@ -37,7 +36,7 @@ def provider_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     g.add_argument("--model", help="model name sent to the back-end")
     g.add_argument("--model-path", help="GGUF file for the local provider")
-    g.add_argument("--format", choices=FORMATS, help="edit format the model is asked for (default auto)")
+    g.add_argument("--format", choices=FORMAT_CHOICES, help="edit format the model is asked for (default auto)")
     g.add_argument("--max-tokens", type=int, help="cap on the answer's length")
     g.add_argument("--temperature", type=float)
     g.add_argument("--stall-timeout", type=float, help="seconds without data before giving up")

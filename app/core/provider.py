@@ -57,7 +57,8 @@ class Capabilities:
     grammar: bool = False  # constrains its answer by Request.grammar (GBNF, llama.cpp)
     cancel: Literal["close", "message", "thread"] = "close"  # how a cancel reaches the generation
     preferred_format: str | None = None  # the edit format this back-end's model is trained on
-    # which measured row of the format cost table describes the model (formats/costs.py):
+    # which measured exact-apply rate of each format describes the model (Cost in each
+    # format's record, app/core/edits/formats/costs.py):
     # "tiny" (the embedded 135M model) or "capable"
     model_class: str = "capable"
     # an agent (ACP): it is sent the user's words only and keeps its own conversation; its

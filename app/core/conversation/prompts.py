@@ -1,6 +1,8 @@
 """What the model is told: the edit format's rules, the files in context, the instruction,
 and (when steering) where it was interrupted and what the user decided since; and what a
-request carries besides, for the back-ends that can use it (prefill, prediction, grammar)."""
+request carries besides, for the back-ends that can use it (prefill, prediction, grammar).
+What a format means here (its rules, whether its answer is the whole file) is asked of its
+record (app/core/edits/formats)."""
 
 from __future__ import annotations
 
@@ -8,56 +10,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from app.core.disk.snapshot import Snapshot
-from app.core.edits.formats import choose
+from app.core.edits import formats
 from app.core.edits.hunks import Hunk, HunkState
 from app.core.provider import Capabilities, Request
 from app.core.text.names import carried, wire
 
-_RULES = {
-    "apply_patch": """\
-You are a coding assistant pair-programming in the user's repository. Make the change the
-user asks for by writing a patch in the apply_patch format, and say briefly what you did.
-
-*** Begin Patch
-*** Update File: path/to/file.py
-@@ def existing_function():
- unchanged context line
--line to remove
-+line to add
-*** Add File: path/to/new_file.py
-+every line of the new file
-*** Delete File: path/to/obsolete.py
-*** End Patch
-
-Rules: paths are relative to the repository root. Give 3 lines of context around each
-change; start each chunk with @@ (optionally followed by a line to seek to). Every
-context line starts with a space, removed lines with -, added lines with +.""",
-    "search_replace": """\
-You are a coding assistant pair-programming in the user's repository. Make the change the
-user asks for with SEARCH/REPLACE blocks, and say briefly what you did.
-
-path/to/file.py
-```python
-<<<<<<< SEARCH
-exact lines copied from the file
-=======
-the lines that replace them
->>>>>>> REPLACE
-```
-
-Rules: put the file path alone on the line before each block. The SEARCH part must match
-the file exactly, including indentation, and be just long enough to be unique. Use several
-small blocks rather than one large one. To create a file, use an empty SEARCH part.""",
-    "whole": """\
-You are a coding assistant. Change the user's file as asked. Answer with the file's path
-on a line of its own, then the complete new content of the file in one code block. If the
-file itself contains ``` lines, fence the block with ```` (four backticks).""",
-}
-
 
 def system_prompt(fmt: str) -> str:
-    """The rules for `fmt` ("auto" before a format is chosen: the longest, to be safe)."""
-    return _RULES.get(fmt) or max(_RULES.values(), key=len)
+    """The rules of the format `fmt` (its record's); a name with none of its own ("auto"
+    before a format is chosen, an agent's budget): the longest, to be safe."""
+    rec = formats.find(fmt)
+    return rec.rules if rec is not None and rec.rules else formats.longest_rules()
 
 
 def fence_lang(path: str) -> str:
@@ -102,11 +65,7 @@ def pick_format(caps: Capabilities, model: str, fmt: str, files: Sequence[Snapsh
                 ) -> tuple[str, str]:
     """A new question's edit format and why that one. `fmt` is the format asked for, or
     "auto": the cheapest for these files and this model (app/core/edits/formats/costs.py)."""
-    if caps.agent:  # it reads the files it needs itself (through steer): it gets the words
-        return "agent", "the agent edits files itself"
-    if fmt != "auto":
-        return fmt, "as asked (--format)"
-    choice = choose(caps, model, [len(s.lines) for s in files])
+    choice = formats.pick(caps, model, fmt, [len(s.lines) for s in files])
     return choice.fmt, choice.reason
 
 
@@ -140,7 +99,8 @@ def request(messages: list[dict], caps: Capabilities, model: str, fmt: str,
     the format (`first`: a new question, not a redirect or a follow-up)."""
     # a whole-file answer mostly repeats the files: a back-end with predicted outputs gets
     # them as the prediction (it streams the unchanged parts at once)
-    predicted = prediction(files) if caps.predicted_outputs and fmt == "whole" and first else None
+    predictable = caps.predicted_outputs and first and formats.get(fmt).predictable
+    predicted = prediction(files) if predictable else None
     # a grammar-constrained back-end (llama.cpp) is held to the format's shape (a first
     # answer: a redirect or follow-up continues where the grammar would not fit)
     shape = grammar(fmt, files) if caps.grammar and caps.prefill and first else None
@@ -193,7 +153,7 @@ def grammar(fmt: str, files: Sequence[Snapshot]) -> str | None:
     (Holding the block open for most of the file's lines, so that it cannot stop after the
     lines it changed, was measured too: it made the model repeat itself to the token limit,
     and no more answers applied exactly.) None when no grammar applies."""
-    if fmt != "whole" or len(files) != 1 or not files[0].lines:
+    if not formats.get(fmt).prefills_file or len(files) != 1 or not files[0].lines:
         return None
     if any(t.startswith("```") for t in files[0].lines):
         return None  # fenced with ````: a rarer shape, left free
@@ -210,7 +170,7 @@ def answer_budget(files: Sequence[Snapshot]) -> int:
 def prefill(fmt: str, files: Sequence[Snapshot]) -> str:
     """Start the answer for models that need the nudge: with one file in context, a whole-
     file answer begins with its path and an opening fence."""
-    if fmt == "whole" and len(files) == 1:
+    if formats.get(fmt).prefills_file and len(files) == 1:
         return f"{carried(files[0].path)}\n```{fence_lang(files[0].path)}\n"
     return ""
 

@@ -12,16 +12,20 @@
     *** Delete File: old.txt
     *** End Patch
 
-Each `@@` chunk becomes one edit, sought after the previous chunk of the same file.
+Each `@@` chunk becomes one edit, sought after the previous chunk of the same file. The
+format's record (FORMAT, app/core/edits/formats/record.py) is at the end: its prompt rules,
+its measured cost, and how a capable model writes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from app.core.edits.formats.base import StreamParser
 from app.core.edits.formats.events import EditBegin, EditEnd, Line, Malformed, ParseEvent, Prose
+from app.core.edits.formats.record import Cost, Format
+from app.core.text.linediff import line_diff
 
 OUTSIDE, PATCH, HEADER, UPDATE, ADD = range(5)
 _OPS: dict[str, Literal["-", "+", " "]] = {"-": "-", "+": "+", " ": " "}  # a chunk line's marks
@@ -132,3 +136,55 @@ class ApplyPatchParser(StreamParser):
         elif self.state == HEADER:
             out.append(Malformed(f"{self.path}: the answer stopped inside the patch", self.path))
         self.state = OUTSIDE
+
+
+# -- the format's record -----------------------------------------------------------------------
+RULES = """\
+You are a coding assistant pair-programming in the user's repository. Make the change the
+user asks for by writing a patch in the apply_patch format, and say briefly what you did.
+
+*** Begin Patch
+*** Update File: path/to/file.py
+@@ def existing_function():
+ unchanged context line
+-line to remove
++line to add
+*** Add File: path/to/new_file.py
++every line of the new file
+*** Delete File: path/to/obsolete.py
+*** End Patch
+
+Rules: paths are relative to the repository root. Give 3 lines of context around each
+change; start each chunk with @@ (optionally followed by a line to seek to). Every
+context line starts with a space, removed lines with -, added lines with +."""
+
+
+def write(path: str, old: Sequence[str], new: Sequence[str], lang: str) -> str:
+    """Codex style: @@ and three lines of context; chunks closer than that are one, so
+    chunks never overlap."""
+    a, b = list(old), list(new)
+    out = ["*** Begin Patch", f"*** Update File: {path}"]
+    groups: list[list[tuple[int, int, int, int]]] = []
+    for h in line_diff(a, b):
+        if groups and h[0] - groups[-1][-1][1] <= 6:
+            groups[-1].append(h)
+        else:
+            groups.append([h])
+    for group in groups:
+        lo, hi = max(0, group[0][0] - 3), min(len(a), group[-1][1] + 3)
+        out.append("@@")
+        pos = lo
+        for a1, a2, b1, b2 in group:
+            out += [f" {t}" for t in a[pos:a1]] + [f"-{t}" for t in a[a1:a2]]
+            out += [f"+{t}" for t in b[b1:b2]]
+            pos = a2
+        out += [f" {t}" for t in a[pos:hi]]
+    out.append("*** End Patch")
+    return "\n".join(out) + "\n\nDone.\n"
+
+
+FORMAT = Format(
+    "apply_patch", "apply_patch", RULES,
+    # per change: header, three lines of context each side; SmolLM2-135M: 0 of 24 exact
+    Cost(110.0, 0.0, {"capable": 1.0, "tiny": 0.0}),
+    write=write)
