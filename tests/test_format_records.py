@@ -155,7 +155,7 @@ NAMES = {*formats.FORMATS, formats.AGENT.name}
 EDIT_KINDS = set(typing.get_args(EditKind))
 # in modules another change is restructuring now: to be replaced there, then removed here
 # (formats.get(self.fmt).agent != caps.agent)
-PENDING = {("core/conversation/session.py", "self.fmt == 'agent'")}
+PENDING: set[tuple[str, str]] = set()
 
 
 def _constants(node: ast.expr) -> set[str]:

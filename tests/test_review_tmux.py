@@ -42,14 +42,32 @@ def _start(tmux: Tmux, demo, url: str, tmp_path, w: int, h: int) -> None:
     tmux.wait_for("Ask for a change")
 
 
-def _repaint_changes_nothing(tmux: Tmux, w: int, h: int) -> None:
-    time.sleep(0.4)
-    before = tmux.screen()
+def _settled(tmux: Tmux) -> str:
+    """The screen once it has stopped changing (what the last key did is all drawn): an
+    event awaited, not a time guessed, so a loaded machine only makes it slower."""
+    last, deadline = tmux.screen(), time.monotonic() + 20
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = tmux.screen()
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"the screen never settled:\n{last}")
+
+
+def _repaint_changes_nothing(tmux: Tmux, w: int, h: int, *toasts: str) -> None:
+    """A full repaint (the window resized and back) changes no cell. The `toasts` shown go
+    first: one expiring between the two pictures would be a difference of the clock's."""
+    deadline = time.monotonic() + 30
+    while any(t in tmux.screen() for t in toasts) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    before = _settled(tmux)
     tmux.run("resize-window", "-t", tmux.name, "-x", str(w + 1), "-y", str(h))
-    time.sleep(0.4)
+    deadline = time.monotonic() + 20
+    while tmux.screen() == before and time.monotonic() < deadline:  # drawn at the other width
+        time.sleep(0.1)
     tmux.run("resize-window", "-t", tmux.name, "-x", str(w), "-y", str(h))
-    time.sleep(0.6)
-    assert tmux.screen() == before
+    assert _settled(tmux) == before
 
 
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])
@@ -69,7 +87,7 @@ def test_line_mode_writes_only_what_is_marked(demo, tmp_path, size):
         tmux.keys("y")  # nothing marked
         tmux.wait_for("Nothing picked")
         assert (demo / "calc.py").read_text() == CALC
-        _repaint_changes_nothing(tmux, w, h)
+        _repaint_changes_nothing(tmux, w, h, "Nothing picked")
         tmux.keys("Space")  # "- def add(a, b):" marked, and the cursor moves down
         tmux.keys("Space")  # "+ def add(a: float, ...)" marked
         tmux.wait_for("2 lines picked" if w >= 160 else "Take picked")
@@ -79,7 +97,7 @@ def test_line_mode_writes_only_what_is_marked(demo, tmp_path, size):
             time.sleep(0.1)
         assert (demo / "calc.py").read_text() == CALC.replace(
             "def add(a, b):", "def add(a: float, b: float) -> float:")
-        _repaint_changes_nothing(tmux, w, h)
+        _repaint_changes_nothing(tmux, w, h, "→ calc.py")
     finally:
         tmux.kill()
         proc.terminate()
@@ -108,7 +126,7 @@ def test_accept_all_after_a_redirect_writes_only_the_redirected_answer(demo, tmp
         text = (demo / "calc.py").read_text()
         assert "def sub(a: float, b: float) -> float:" in text
         assert "def add(a, b):" in text and "def div(a, b):" in text  # left: before the redirect
-        _repaint_changes_nothing(tmux, 160, 45)
+        _repaint_changes_nothing(tmux, 160, 45, "→ calc.py")
     finally:
         tmux.kill()
         proc.terminate()

@@ -34,6 +34,7 @@ from app.core.conversation.saving import Saving
 from app.core.conversation.turn import Turn, TurnState, end_record, restore_end
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.workspace import Workspace
+from app.core.edits import formats
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import fragments, make_parser
 from app.core.edits.hunks import DECIDED, EditError
@@ -272,7 +273,7 @@ class Session:
                 full = full or taken
         else:
             assert self.pending is not None and previous is not None
-            if (self.fmt == "agent") != caps.agent:  # a resumed session, another back-end
+            if formats.get(self.fmt).agent != caps.agent:  # a resumed session, another back-end
                 raise ContextError("this change set was made with an agent (--agent) and the "
                                    "back-end now is not one, or the other way round: decide its "
                                    "open hunks first, or resume it with the same back-end")
