@@ -53,7 +53,7 @@ PRESETS: dict[str, Preset] = {
 PROVIDERS = ("local", "openai-chat", "openai-responses", *PRESETS)
 ENV_PREFIX = "STEER_"  # a setting's environment variable: STEER_MODEL, STEER_BASE_URL...
 API_KEY_ENV = "STEER_API_KEY"  # read before the variable a provider names for its key
-DEFAULT_THEME = "steer-dark"  # the UI's theme when none is configured (themes/steer-dark.toml)
+DEFAULT_THEME = "steer-dark"  # the UI's theme when none is configured: themes/<name>.toml
 
 
 def config_dir() -> Path:
