@@ -9,7 +9,7 @@ name, `name:model`, or a model of the configured provider (`variant_settings`).
 config.py holds the data (the settings, the preset table) and asks nothing of this module;
 the factory (factory.py) builds what `resolve` returns, and `steer doctor` and the command
 line ask here for the same answers. The key itself is read only by `resolve`, and kept out
-of the Endpoint's repr; everything else names the variable it comes from.
+of the Backend's repr; everything else names the variable it comes from.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ PROVIDERS = ("local", "openai-chat", "openai-responses", *PRESETS)
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class Backend:
     """A provider name resolved: everything the factory needs to build the back-end."""
 
     name: str  # the provider's name (a preset keeps its own in the status line)
@@ -56,14 +56,14 @@ def key_env_of(s: Settings) -> str | None:
     return s.api_key_env or (preset.key_env if preset else None)
 
 
-def resolve(s: Settings) -> Endpoint:
+def resolve(s: Settings) -> Backend:
     """The provider the settings name, with its endpoint, model and key from the settings and
     the environment; ConfigError says what is missing."""
     name = provider_name(s)
     if name not in PROVIDERS:
         raise ConfigError(f"unknown provider {name!r}; choose one of {', '.join(PROVIDERS)}")
     if name == "local":
-        return Endpoint(name, "local", None, s.model or "")
+        return Backend(name, "local", None, s.model or "")
     preset = PRESETS.get(name)
     base_url = base_url_of(s, name)
     if not base_url:
@@ -78,7 +78,7 @@ def resolve(s: Settings) -> Endpoint:
         raise ConfigError(f"provider {name} needs an API key: set {preset.key_env} (or {API_KEY_ENV})")
     protocol: Literal["chat", "responses"] = (
         "responses" if name == "openai-responses" else preset.protocol if preset else "chat")
-    return Endpoint(name, protocol, base_url, model, key_env, key)
+    return Backend(name, protocol, base_url, model, key_env, key)
 
 
 def variant_settings(s: Settings, entry: str) -> Settings:

@@ -9,7 +9,8 @@ or index against HEAD), and it stages exactly the hunks the user accepted (`git 
 through git itself so hooks run as git runs them.
 
 Every method blocks (git runs as a subprocess): callers on an event loop run them in a
-thread. One lock serialises them, since a Repo's helper processes are not thread-safe.
+thread. One lock serialises them: two commands writing the index would trip over its lock,
+and the Repo (which reads HEAD for branch()) is not thread-safe.
 Outside a repository `GitRepo.open` returns None and everything else in steer still works.
 """
 
