@@ -1,5 +1,8 @@
 """Settings: defaults < config file (TOML in the user config dir) < STEER_* environment < flags.
 
+What a provider name means (a preset, `preset:model`, a model, a base URL alone) is decided in
+app/providers/resolve.py, from the data held here (the settings and the preset table).
+
 API keys are never stored here: a provider names the *environment variable* that holds its
 key (`api_key_env`), and STEER_API_KEY overrides it. Keys are read at the moment a provider
 is built and live only inside that provider object.
@@ -50,10 +53,9 @@ PRESETS: dict[str, Preset] = {
                            model="default", key_required=False),
     "lmstudio": Preset(base_url="http://127.0.0.1:1234/v1", key_required=False),
 }
-PROVIDERS = ("local", "openai-chat", "openai-responses", *PRESETS)
 ENV_PREFIX = "STEER_"  # a setting's environment variable: STEER_MODEL, STEER_BASE_URL...
 API_KEY_ENV = "STEER_API_KEY"  # read before the variable a provider names for its key
-DEFAULT_THEME = "steer-dark"  # the UI's theme when none is configured (themes/steer-dark.toml)
+DEFAULT_THEME = "steer-dark"  # the UI's theme when none is configured: themes/<name>.toml
 
 
 def config_dir() -> Path:
@@ -140,54 +142,3 @@ def variant_count(s: Settings) -> int:
         raise ConfigError(f"--variant-models names {count} model{'s' * (count != 1)} "
                           f"but --variants is {n}")
     return n
-
-
-def base_url_of(s: Settings, name: str) -> str | None:
-    """The endpoint of provider `name`: configured, else its preset's (None for the embedded
-    model, or a provider without one)."""
-    preset = PRESETS.get(name)
-    return None if name == "local" else s.base_url or (preset.base_url if preset else None)
-
-
-def provider_name(s: Settings) -> str:
-    """The provider in effect: the one configured, else Chat Completions at a configured base
-    URL, else the embedded model."""
-    return s.provider or ("openai-chat" if s.base_url else "local")
-
-
-def resolve_provider(s: Settings) -> tuple[str, str | None, str, str | None]:
-    """(provider name, base URL, model, API key) from the settings and the environment."""
-    name = provider_name(s)
-    if name not in PROVIDERS:
-        raise ConfigError(f"unknown provider {name!r}; choose one of {', '.join(PROVIDERS)}")
-    if name == "local":
-        return name, None, s.model or "", None
-    preset = PRESETS.get(name)
-    base_url = base_url_of(s, name)
-    if not base_url:
-        hint = f", e.g. {preset.base_url_hint}" if preset and preset.base_url_hint else ""
-        raise ConfigError(f"provider {name} needs --base-url (or base_url in the config file){hint}")
-    model = s.model or (preset.model if preset else "")
-    if not model:
-        raise ConfigError(f"provider {name} needs --model (or model in the config file)")
-    key_env = key_env_of(s)
-    key = os.environ.get(key_env) if key_env else None
-    if not key and preset is not None and preset.key_required:
-        raise ConfigError(f"provider {name} needs an API key: set {preset.key_env} (or {API_KEY_ENV})")
-    return name, base_url, model, key
-
-
-def key_env_of(s: Settings) -> str | None:
-    """The name of the variable the API key is read from (for messages: never its value)."""
-    if os.environ.get(API_KEY_ENV):
-        return API_KEY_ENV
-    preset = PRESETS.get(provider_name(s))
-    return s.api_key_env or (preset.key_env if preset else None)
-
-
-def protocol_of(name: str) -> str:
-    """"chat" or "responses": the wire protocol a provider name speaks."""
-    if name == "openai-responses":
-        return "responses"
-    preset = PRESETS.get(name)
-    return preset.protocol if preset else "chat"

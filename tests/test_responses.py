@@ -500,7 +500,7 @@ async def test_the_client_accepts_what_the_openai_models_describe():
               ResponseCompletedEvent(response=resp.model_copy(update={"status": "completed"}),
                                      sequence_number=2, type="response.completed")]
     p = OpenAIResponses("http://127.0.0.1:9/v1", "m")
-    from app.providers.openai_responses import _Answer
+    from app.providers.responses_answer import Answer as _Answer
 
     ans = _Answer()
     out: list[Event] = []

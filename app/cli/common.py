@@ -12,12 +12,12 @@ from typing import NoReturn, TextIO
 
 from app.config import (  # noqa: F401 - ConfigError for the commands
     MAX_VARIANTS,
-    PROVIDERS,
     ConfigError,
     load_settings,
     variant_count,
 )
 from app.core.edits.formats import CHOICES as FORMAT_CHOICES
+from app.providers.resolve import PROVIDERS
 from app.view.outside_text import Over
 
 EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_EDITS = 0, 2, 3, 4
@@ -76,10 +76,10 @@ def knowledge_for(settings, root, *, one_shot: bool = False):
     import os
     from pathlib import Path
 
-    from app.config import key_env_of
     from app.core.disk.state_home import StateUnusable, ensure
     from app.core.knowledge.cache import cache_dir
     from app.core.knowledge.service import Knowledge, Policy
+    from app.providers.resolve import key_env_of
 
     key_env = key_env_of(settings)
     keys = [os.environ.get(k) or "" for k in {"STEER_API_KEY", key_env or ""} if k]

@@ -135,7 +135,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         await provider.aclose()
         return refused
     held.append(knowledge_for(settings, ws.root, one_shot=True).start())
-    from app.providers.factory import variant_count
+    from app.config import variant_count
 
     if variant_count(settings) > 1 or args.check or args.pick is not None:
         from app.cli.run_variants import run_variants

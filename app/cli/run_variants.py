@@ -50,9 +50,10 @@ def usage_error(args: argparse.Namespace, n: int, root) -> str | None:
 
 
 async def run_variants(args: argparse.Namespace, ws, settings, held: list, state: dict) -> int:
+    from app.config import variant_count
     from app.core.conversation.session import ContextError, Session
     from app.core.variants.group import Variants, VariantsRefused
-    from app.providers.factory import build_variant_providers, variant_count
+    from app.providers.factory import build_variant_providers
 
     try:
         n = variant_count(settings)

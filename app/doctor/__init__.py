@@ -22,6 +22,7 @@ import unicodedata
 
 from app.config import API_KEY_ENV, ENV_PREFIX, Settings
 from app.doctor import checks, probe
+from app.providers.resolve import base_url_of
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD", re.I)
 
@@ -59,7 +60,7 @@ def gather(s: Settings, skip_model: bool) -> tuple[dict, list[str]]:
             cpu["build_not_cpu"] = checks.build_not_cpu(model["system_info"], flags)
         if not model["ok"]:
             failures.append(f"model: {model.get('error')} (details: {model['log']})")
-    base_url = checks.base_url_of(s, name)
+    base_url = base_url_of(s, name)
     if base_url and not s.agent:
         var = config.get("api_key_env")
         key = os.environ.get(var) if var else None

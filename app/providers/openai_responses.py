@@ -8,9 +8,14 @@ plus the model's answer, `response.create` carries just the new items and
 `previous_response_id`; otherwise the full context. What the server keeps is the provider's
 (the conversation), not a socket's: the request after an Esc, which closes the busy socket,
 continues on the spare from the last completed response (the cut answer and the new message
-are the new items), and `previous_response_not_found` resends in full. The server's events (`response.created`, `response.output_text.delta`,
-`response.completed` / `.incomplete` / `.failed`, `error`) arrive as JSON text frames, the
-same objects as over SSE (app/providers/responses_wire.py has the shapes).
+are the new items), and `previous_response_not_found` resends in full. The server's events
+(`response.created`, `response.output_text.delta`, `response.completed` / `.incomplete` /
+`.failed`, `error`) arrive as JSON text frames, the same objects as over SSE.
+
+What lives where: responses_wire.py has the JSON shapes and builds each request's fields;
+responses_answer.py reads one response's events and words its errors; ws_pool.py keeps the
+sockets; this module is the session (connecting, retrying, steering, look-up rounds, and
+the HTTP fallback).
 
 - One response in flight per socket; a spare socket is kept open, so the request after an
   Esc or a refused steer (which close the busy one) never waits for a handshake.
@@ -35,7 +40,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from ssl import SSLContext
 from typing import Any
 
@@ -48,26 +53,24 @@ from websockets.exceptions import (
     WebSocketException,
 )
 
-from app.core.events import (
-    Connected,
-    Done,
-    Error,
-    Event,
-    LookupCall,
-    ReasoningDelta,
-    TextDelta,
-    ToolRound,
-    Usage,
-)
+from app.core.events import Connected, Done, Error, Event, LookupCall, TextDelta, ToolRound
 from app.core.provider import STALL_TIMEOUT, Capabilities, Provider, Request, SteerRefused
 from app.core.text import masking
 from app.providers import http_stream
+from app.providers.responses_answer import (
+    Answer,
+    Server,
+    closed_error,
+    outcome,
+    read_event,
+    upgrade_error,
+)
 from app.providers.responses_wire import (
-    CLOSE_CODES,
     Kept,
     call_item,
+    create_frame,
     message,
-    to_input,
+    request_fields,
     wire_status,
     ws_url,
 )
@@ -78,19 +81,6 @@ _log.setLevel(logging.WARNING)  # websockets logs the upgrade's headers (the key
 
 STEER_TIMEOUT = 3.0  # seconds a steer waits for the server's answer before cancel and resend
 REFUSED_UPGRADE = {200, 404, 405, 426, 501}  # the endpoint exists but speaks no WebSocket
-
-
-@dataclass
-class _Answer:
-    """Parse state of one response."""
-
-    connected: bool = False
-    rid: str | None = None
-    text: list[str] = field(default_factory=list)
-    finish: str | None = None
-    usage: Usage | None = None
-    error: Error | None = None
-    wire_error: dict | None = None  # an `error` event, for the caller to decide on a retry
 
 
 class OpenAIResponses(Provider):
@@ -166,35 +156,10 @@ class OpenAIResponses(Provider):
         return ws_url(self.base_url)
 
     def _fields(self, req: Request) -> tuple[dict, list[dict]]:
-        """(the non-input fields, the input items) of a request."""
-        instructions, items = to_input(req.messages)
-        fields: dict = {"model": req.model or self.model}
-        if instructions:
-            fields["instructions"] = instructions
-        if req.max_tokens is not None:
-            fields["max_output_tokens"] = req.max_tokens
-        if req.temperature is not None:
-            fields["temperature"] = req.temperature
-        if req.prefill and self.capabilities.prefill:
-            fields["prefill"] = req.prefill  # steer serve's extension (responses_wire)
-        if req.grammar and self.capabilities.grammar:
-            fields["grammar"] = req.grammar  # steer serve's extension too
-        if self.seed is not None and self.capabilities.seed:
-            fields["seed"] = self.seed  # steer serve's extension as well (see capabilities)
-        if req.tools and self.capabilities.tools:
-            fields["tools"] = [{"type": "function", **spec} for spec in req.tools]
-            fields["tool_choice"] = req.tool_choice
-        return fields, items
+        return request_fields(req, self.model, self.capabilities, self.seed)
 
-    def _create_frame(self, fields: dict, items: list[dict]) -> dict:
-        frame = {"type": "response.create", **fields}
-        new = self.kept.continued_by(fields, items) if self.kept is not None else None
-        if self.kept is not None and new is not None:
-            frame["previous_response_id"] = self.kept.rid
-            frame["input"] = new
-            return frame
-        frame["input"] = items
-        return frame
+    def _server(self) -> Server:
+        return Server(ws_url(self.base_url), self.key_env, self._redact)
 
     def stream(self, req: Request) -> AsyncIterator[Event]:
         if req.tools and self.capabilities.tools:
@@ -258,7 +223,7 @@ class OpenAIResponses(Provider):
                     return
                 asked = http_stream.server_wait(exc.response.headers)
                 wait = http_stream.delay(asked, attempt)
-                err = self._upgrade_error(exc, asked, attempt + 1)
+                err = upgrade_error(self._server(), exc, asked, attempt + 1)
                 if err.retryable and attempt < self.retries and wait is not None:
                     attempt += 1
                     yield http_stream.announce(attempt, self.retries, wait, f"HTTP {status}")
@@ -297,8 +262,8 @@ class OpenAIResponses(Provider):
             self.pool.keep_spare()
             if full:
                 self.kept = None
-            frame = self._create_frame(fields, items)
-            ans = _Answer()
+            frame = create_frame(fields, items, self.kept)
+            ans = Answer()
             self._streaming = sock
             sock.active_id, sock.active_fields, sock.active_input = None, fields, items
             sock.active_text = [req.prefill] if req.prefill and self.capabilities.prefill else []
@@ -332,7 +297,7 @@ class OpenAIResponses(Provider):
                 yield ev
             return
 
-    async def _consume(self, sock: Socket, ans: _Answer,
+    async def _consume(self, sock: Socket, ans: Answer,
                        first_by: float | None = None) -> AsyncIterator[Event]:
         """Events of the response on the socket, up to its terminal event. `first_by`: the
         loop time by which a first frame must come (then the stall timeout runs per frame)."""
@@ -368,7 +333,7 @@ class OpenAIResponses(Provider):
                 if done:
                     return
             elif type(obj) is Closed:
-                ans.error = self._closed_error(obj, ans)
+                ans.error = closed_error(self._server(), obj, ans)
                 return
             else:
                 ans.error = Error("protocol", self._redact(
@@ -376,64 +341,17 @@ class OpenAIResponses(Provider):
                 self.pool.discard(sock)
                 return
 
-    def _on_event(self, obj: dict, ans: _Answer) -> tuple[list[Event], bool]:
-        """A server event as provider events, and whether it ends the response."""
-        kind = obj["type"]
-        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
-            d = obj.get("delta")
-            if d:
-                ans.text.append(d)
-                return [TextDelta(d)], False
-            return [], False
-        if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
-            return ([ReasoningDelta(obj["delta"])] if obj.get("delta") else []), False
-        if kind == "response.created":
-            ans.rid = (obj.get("response") or {}).get("id")
-            if not ans.connected:
-                ans.connected = True
-                return [Connected()], False
-            return [], False
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
-            out: list[Event] = []
-            resp = obj.get("response") or {}
-            usage = resp.get("usage")
-            if isinstance(usage, dict):
-                ans.usage = Usage(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
-                out.append(ans.usage)
-            if kind == "response.completed":
-                ans.finish = "stop"
-            elif kind == "response.incomplete":
-                why = (resp.get("incomplete_details") or {}).get("reason") or "incomplete"
-                ans.finish = "length" if why == "max_output_tokens" else str(why)
-            else:
-                e = resp.get("error") or {}
-                ans.error = Error("model", self._redact(
-                    f"the model failed: {e.get('message') or 'no reason given'}"
-                    + (f" ({e['code']})" if e.get("code") else "")))
-                ans.finish = "error"
-            return out, True
-        if kind == "error":
-            ans.wire_error = obj
-            return [], True
-        if kind == "response.output_item.done" and (obj.get("item") or {}).get("type") \
-                == "function_call":
-            self._calls.append(obj["item"])  # a look-up: `_rounds` answers it
-            return [], False
-        return [], False  # item/part bookkeeping, annotations, queued, in_progress...
+    def _on_event(self, obj: dict, ans: Answer) -> tuple[list[Event], bool]:
+        """A server event as provider events, and whether it ends the response; a look-up's
+        function call is kept for `_rounds` to answer."""
+        return read_event(obj, ans, self._calls, self._redact)
 
     async def _diagnose(self, err: Error) -> Error:
         """What a failed stream's error really was, for a subclass that can find out (the
         local server died: app/providers/local_serve.py). Here: the error as it came."""
         return err
 
-    def _closed_error(self, obj: Closed, ans: _Answer) -> Error:
-        why = CLOSE_CODES.get(obj.code or 1006, "closed")
-        reason = f": {obj.reason}" if obj.reason else ""
-        return Error("network", self._redact(
-            f"{ws_url(self.base_url)} closed the connection (code {obj.code or 1006}, {why}"
-            f"{reason})" + ("; the answer is incomplete" if ans.text else "")), retryable=True)
-
-    def _retry(self, sock: Socket, ans: _Answer, attempt: int) -> tuple[float, bool, str] | None:
+    def _retry(self, sock: Socket, ans: Answer, attempt: int) -> tuple[float, bool, str] | None:
         """(seconds to wait, resend in full, the failure to announce: "" for a resend the
         protocol asks for) when the request may be sent again: only while nothing of the
         answer was shown, so no token is lost or duplicated."""
@@ -461,7 +379,7 @@ class OpenAIResponses(Provider):
             return 0.0, True, "the socket closed"  # before the request got an answer
         return None
 
-    def _finish(self, sock: Socket, ans: _Answer, fields: dict, items: list[dict],
+    def _finish(self, sock: Socket, ans: Answer, fields: dict, items: list[dict],
                 attempts: int = 1) -> list[Event]:
         self._streaming = None
         steer_pending = sock.steer_wait is not None and not sock.steer_wait.done()
@@ -470,44 +388,7 @@ class OpenAIResponses(Provider):
                              [call_item(c) for c in self._calls])
         if ans.finish != "steered" and not steer_pending:
             self.pool.release(sock)  # a steered socket goes on with the successor
-        return self._outcome(ans, attempts)
-
-    def _outcome(self, ans: _Answer, attempts: int = 1) -> list[Event]:
-        """How a response ended, as events (over the WebSocket or SSE)."""
-        err = (self._wire_error(ans.wire_error, attempts) if ans.wire_error is not None else
-               ans.error if ans.error is not None else
-               None if ans.finish is not None else
-               Error("network", "the stream ended without a terminal event; the answer is "
-                     "incomplete", retryable=True))
-        kept = ans.rid if ans.finish in ("stop", "length") else None
-        return [Done(ans.finish or "stop", response_id=kept)] if err is None else [
-            err, Done("error")]
-
-    def _host(self) -> str:
-        return ws_url(self.base_url).split("/")[2]
-
-    def _wire_error(self, obj: dict, attempts: int = 1) -> Error:
-        """An `error` event (its status, or one its code implies) as an Error that says what
-        to do next."""
-        e = obj.get("error") or {}
-        code = str(e.get("code") or "")
-        msg = f"{e.get('message') or 'error'}" + (f" ({code})" if code else "")
-        status = wire_status(obj)
-        if status is None:
-            err = Error("http", f"{ws_url(self.base_url)} refused the request: {msg}")
-        else:
-            asked = http_stream.server_wait(e.get("headers"))
-            err = http_stream.status_error(status, self._host(), msg, key_env=self.key_env,
-                                     asked=asked, attempts=attempts)
-        err.message = self._redact(err.message)
-        return err
-
-    def _upgrade_error(self, exc: InvalidStatus, asked: float | None, attempts: int) -> Error:
-        r = exc.response
-        err = http_stream.status_error(r.status_code, self._host(), http_stream.detail_of(r.body or b""),
-                                 key_env=self.key_env, asked=asked, attempts=attempts)
-        err.message = self._redact(err.message)
-        return err
+        return outcome(self._server(), ans, attempts)
 
     # -- steering --------------------------------------------------------------------------
     async def steer(self, req: Request) -> AsyncIterator[Event]:
@@ -536,7 +417,7 @@ class OpenAIResponses(Provider):
         return self._successor(sock, items)
 
     async def _successor(self, sock: Socket, items: list[dict]) -> AsyncIterator[Event]:
-        ans = _Answer()
+        ans = Answer()
         fields = sock.active_fields or {}
         # the conversation the successor continues: the steered request, its answer as the
         # server kept it (everything streamed before the cut), then the steering input
@@ -581,7 +462,7 @@ class _SSEAnswer:
 
     def __init__(self, provider: OpenAIResponses) -> None:
         self.provider = provider
-        self.ans = _Answer(connected=True)
+        self.ans = Answer(connected=True)
 
     def feed(self, data: str) -> tuple[list[Event], bool]:
         try:
@@ -595,4 +476,4 @@ class _SSEAnswer:
         return [ev for ev in events if type(ev) is not Connected], done
 
     def end(self, attempts: int) -> list[Event]:
-        return self.provider._outcome(self.ans, attempts)
+        return outcome(self.provider._server(), self.ans, attempts)

@@ -23,6 +23,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.provider import Capabilities, Request
+
 # -- client side: chat messages <-> Responses input ---------------------------------------------
 
 
@@ -68,6 +70,43 @@ class Kept:
         if len(items) > len(known) and items[: len(known)] == known:
             return items[len(known):]
         return None
+
+
+def request_fields(req: Request, model: str, capabilities: Capabilities,
+                   seed: int | None) -> tuple[dict, list[dict]]:
+    """(the non-input fields, the input items) of a request to `model`; steer serve's
+    extensions only where the back-end declares them."""
+    instructions, items = to_input(req.messages)
+    fields: dict = {"model": req.model or model}
+    if instructions:
+        fields["instructions"] = instructions
+    if req.max_tokens is not None:
+        fields["max_output_tokens"] = req.max_tokens
+    if req.temperature is not None:
+        fields["temperature"] = req.temperature
+    if req.prefill and capabilities.prefill:
+        fields["prefill"] = req.prefill
+    if req.grammar and capabilities.grammar:
+        fields["grammar"] = req.grammar
+    if seed is not None and capabilities.seed:
+        fields["seed"] = seed
+    if req.tools and capabilities.tools:
+        fields["tools"] = [{"type": "function", **spec} for spec in req.tools]
+        fields["tool_choice"] = req.tool_choice
+    return fields, items
+
+
+def create_frame(fields: dict, items: list[dict], kept: Kept | None) -> dict:
+    """`response.create`: only the new items and `previous_response_id` when the request
+    continues `kept`, else the whole input."""
+    frame = {"type": "response.create", **fields}
+    new = kept.continued_by(fields, items) if kept is not None else None
+    if kept is not None and new is not None:
+        frame["previous_response_id"] = kept.rid
+        frame["input"] = new
+        return frame
+    frame["input"] = items
+    return frame
 
 
 def ws_url(base_url: str) -> str:

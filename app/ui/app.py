@@ -11,7 +11,7 @@ from pathlib import Path
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from app.config import Settings, config_file_shown
+from app.config import DEFAULT_THEME, Settings, config_file_shown
 from app.core.conversation.resume import open_saved
 from app.core.conversation.session import Session
 from app.core.disk.state_home import StateUnusable
@@ -27,7 +27,7 @@ from app.ui.dialogs.questions import ConfirmScreen
 from app.ui.main_screen import MainScreen
 from app.ui.palette import Entry, SteerCommands, textual_extras
 from app.ui.plain_toasts import PlainToasts
-from app.ui.themes import DEFAULT, load_themes, remember_theme, remembered_theme, stylesheet
+from app.ui.themes import THEME_DEFAULTS, load_themes, remember_theme, remembered_theme, stylesheet
 from app.ui.variant_set import VariantBackends
 from app.view import outside_text
 from app.view.welcome import ModelFacts, welcome
@@ -75,14 +75,16 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         self.theme_names = [t.name for t in themes]
         for t in themes:
             self.register_theme(t)
-        wanted = self.settings.theme if self.settings.theme != DEFAULT else (remembered_theme() or DEFAULT)
-        self.theme = wanted if wanted in self.theme_names else DEFAULT
+        wanted = self.settings.theme
+        if wanted == DEFAULT_THEME:  # not chosen in the settings: the one last picked, if any
+            wanted = remembered_theme() or DEFAULT_THEME
+        self.theme = wanted if wanted in self.theme_names else DEFAULT_THEME
 
     def get_default_screen(self) -> Screen:
         return self.main
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
-        return {"diff-added-bg": "#1f3a26", "diff-removed-bg": "#45222a", "syntax": "monokai"}
+        return dict(THEME_DEFAULTS)  # Textual's own themes get the default theme's (themes.py)
 
     def on_mount(self) -> None:
         if self.session.knowledge is not None:  # after launch: builds beside the first paint
@@ -139,7 +141,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
 
     def action_next_theme(self) -> None:
         names = self.theme_names
-        self.theme = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else DEFAULT
+        self.theme = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else DEFAULT_THEME
         self.notify(f"theme: {self.theme}", timeout=2)
 
     def watch_theme(self, name: str) -> None:

@@ -1,5 +1,9 @@
 """Themes: the built-in ones (themes/*.toml), the user's (<config dir>/themes/*.toml), and
-the remembered choice."""
+the remembered choice.
+
+What a theme leaves out (the diff's colours, the syntax style) comes from the default theme
+(config.DEFAULT_THEME, its file themes/<name>.toml): those values are written there and nowhere
+else, so a user's theme, Textual's own themes and the fallbacks in the widgets all agree."""
 
 from __future__ import annotations
 
@@ -11,11 +15,17 @@ from pathlib import Path
 
 from textual.theme import Theme
 
-from app.config import config_dir
+from app.config import DEFAULT_THEME, config_dir
 from app.core.disk.state_home import state_home
 
-DEFAULT = "steer-dark"
-DIFF_DEFAULTS = {"diff-added-bg": "#1f3a26", "diff-removed-bg": "#45222a", "syntax": "monokai"}
+
+def _builtin(name: str) -> dict:
+    return tomllib.loads(files("app.themes").joinpath(f"{name}.toml").read_text())
+
+
+# variable -> value for every theme variable steer's stylesheet and widgets read
+THEME_DEFAULTS: dict[str, str] = {k: str(v) for k, v in _builtin(DEFAULT_THEME)["variables"].items()}
+SYNTAX_FALLBACK = THEME_DEFAULTS["syntax"]  # the pygments style where a theme names none
 _FIELDS = {"name", "primary", "secondary", "warning", "error", "success", "accent", "foreground",
            "background", "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha"}
 
@@ -28,7 +38,7 @@ def _theme(data: dict, origin: str) -> Theme:
     unknown = set(data) - _FIELDS - {"variables"}
     if unknown or "name" not in data or "primary" not in data:
         raise ValueError(f"{origin}: a theme needs name and primary; unknown keys: {sorted(unknown)}")
-    variables = {**DIFF_DEFAULTS, **{k: str(v) for k, v in (data.get("variables") or {}).items()}}
+    variables = {**THEME_DEFAULTS, **{k: str(v) for k, v in (data.get("variables") or {}).items()}}
     return Theme(**{k: v for k, v in data.items() if k != "variables"}, variables=variables)
 
 

@@ -3,7 +3,9 @@ a path is in (gitpython, which also follows a linked worktree's `.git` file).
 
 Everything that needs the repository asks here: the workspace for where its journal lives
 (inside the git dir), the command line for the workspace's root, and the git room for the
-long-lived Repo it works through (app/core/git/repository.py). Nothing else opens one.
+long-lived Repo it works through (app/core/git/repository.py). Nothing else opens one. git
+commands themselves run through one wrapper, app/core/git/command.py; the variant check
+(app/core/variants/worktrees.py) asks git there, isolated, about the folder it checks.
 """
 
 from __future__ import annotations

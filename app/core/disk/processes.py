@@ -1,6 +1,6 @@
 """Whether a process, or a process group, still runs: read from /proc (a zombie waiting for
 its parent counts as gone), else asked of the kernel. The check runner's worktrees and the
-embedded model's server both need to know (app/core/variants/check.py,
+embedded model's server both need to know (app/core/variants/check.py and worktrees.py,
 app/providers/serve_crash.py)."""
 
 from __future__ import annotations

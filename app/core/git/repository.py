@@ -1,14 +1,16 @@
-"""The workspace's git repository: one long-lived gitpython Repo for everything git.
+"""The workspace's git repository: one long-lived gitpython Repo, found where every
+repository is found (app/core/disk/git_dirs.py: also inside linked worktrees, where `.git` is
+a file pointing elsewhere), with git run in it through the one wrapper (command.py).
 
-The one place that finds the repository (also inside linked worktrees, where `.git` is a
-file pointing elsewhere). It answers what the file tree and the header show (files, status
-with staged and unstaged apart, the branch), what the diff pane shows besides the pending
-diff (a file's working tree or index against HEAD), and it stages exactly the hunks the user
-accepted (`git apply --cached` of a patch built against the index, as `git add -p` does)
-and commits them, through git itself so hooks run as git runs them.
+It answers what the file tree and the header show (files, status with staged and unstaged
+apart, the branch), what the diff pane shows besides the pending diff (a file's working tree
+or index against HEAD), and it stages exactly the hunks the user accepted (`git apply
+--cached` of a patch built against the index, as `git add -p` does) and commits them,
+through git itself so hooks run as git runs them.
 
 Every method blocks (git runs as a subprocess): callers on an event loop run them in a
-thread. One lock serialises them, since a Repo's helper processes are not thread-safe.
+thread. One lock serialises them: two commands writing the index would trip over its lock,
+and the Repo (which reads HEAD for branch()) is not thread-safe.
 Outside a repository `GitRepo.open` returns None and everything else in steer still works.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tempfile
+import subprocess
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 from app.core.disk.git_dirs import find_repo
 from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import HunkState
+from app.core.git.command import GitError, run_git
 from app.core.text.linediff import Change, rebase
 from app.core.text.textfile import NotText, TextFormat, decode, encode
 
@@ -38,10 +41,6 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's well-known empt
 # files in the git dir that say an operation is half done, and what to call it
 IN_PROGRESS = (("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase"),
                ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert"))
-
-
-class GitError(RuntimeError):
-    """git refused or failed; the message is git's own, made readable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,29 +170,14 @@ class GitRepo:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- running git ---------------------------------------------------------------------
+    # -- running git (app/core/git/command.py) -----------------------------------------
     def _git(self, *args: str, stdin: bytes | None = None, check: bool = True) -> tuple[int, bytes, str]:
         """Run `git args` in the worktree: (status, stdout bytes, stderr text)."""
-        with self._lock:
-            if stdin is None:
-                return self._exec(args, None, check)
-            with tempfile.TemporaryFile() as fh:  # gitpython hands stdin to Popen: a real file
-                fh.write(stdin)
-                fh.seek(0)
-                return self._exec(args, fh, check)
-
-    def _exec(self, args, istream, check: bool) -> tuple[int, bytes, str]:
         # reads never take the index lock to refresh it: steer watches the index, and its
         # own `git status` must not look like someone else's change (nor block theirs)
-        lock = [] if args[0] in ("apply", "commit") else ["--no-optional-locks"]
-        status, out, err = self.repo.git.execute(
-            ["git", *lock, *args], istream=istream, with_extended_output=True, with_exceptions=False,
-            stdout_as_string=False, strip_newline_in_stdout=False)
-        err = err.decode("utf-8", "replace") if isinstance(err, bytes) else err
-        if check and status != 0:
-            raise GitError(_readable(err or out.decode("utf-8", "replace")) or
-                           f"git {args[0]} failed ({status})")
-        return status, out, err
+        lock = () if args[0] in ("apply", "commit") else ("--no-optional-locks",)
+        with self._lock:
+            return run_git(self.root, args, options=lock, stdin=stdin, check=check)
 
     # -- what the views show -------------------------------------------------------------
     def branch(self) -> str:
@@ -224,10 +208,9 @@ class GitRepo:
             args += ["-e", w]
         with self._lock:
             try:
-                status, out, _ = self.repo.git.execute(
-                    ["git", "--no-optional-locks", *args], with_extended_output=True,
-                    with_exceptions=False, stdout_as_string=False, kill_after_timeout=timeout)
-            except Exception:  # noqa: BLE001 - killed at the time limit (gitpython raises then)
+                status, out, _ = run_git(self.root, args, options=("--no-optional-locks",),
+                                         check=False, timeout=timeout)
+            except subprocess.TimeoutExpired:  # killed at the time limit
                 return []
         if status not in (0, 1):  # 1: nothing found
             return []
@@ -476,11 +459,6 @@ def _patch(path: str, before: bytes | None, after: bytes | None, mode: str) -> b
     out = head + [line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n"
                   for line in body]
     return b"".join(out)
-
-
-def _readable(err: str) -> str:
-    lines = [t.strip() for t in err.strip().splitlines() if t.strip()]
-    return "; ".join(t.removeprefix("error: ").removeprefix("fatal: ") for t in lines[:6])
 
 
 def badges(status: dict[str, FileStatus]) -> dict[str, str]:

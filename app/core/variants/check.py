@@ -1,14 +1,7 @@
 """The check that picks a variant: each finished answer is written into a throwaway git
-worktree of its own, a user's command (tests, a linter) runs there, and the first answer
-whose command exits 0 wins.
-
-Why worktrees and not the user's tree: rule 1 (nothing is written to the working tree
-except by an accept) holds for checks too, and several variants are checked at once. A
-worktree (`git worktree add --detach`) shares the object store, so it is cheap; it starts at
-HEAD and is then made to look like the user's working tree as it is now (uncommitted
-changes, untracked non-ignored files, deletions), with the variant's files on top. The
-user's index, refs and files are never written; the only trace in the repository is the
-worktree's metadata under .git/worktrees/, which `aclose()` removes again.
+worktree of its own (worktrees.py: why worktrees, and how the user's repository stays
+untouched), a user's command (tests, a linter) runs there, and the first answer whose
+command exits 0 wins.
 
 Why process groups: a check command forks (make, pytest-xdist, `cmd &`). It runs in a
 session of its own, so a timeout, a cancellation or Ctrl+C ends the whole group, and a steer
@@ -25,9 +18,7 @@ import re
 import shlex
 import shutil
 import signal
-import stat
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -36,23 +27,20 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.core.disk.processes import group_alive, pid_alive
+from app.core.disk.processes import group_alive
+from app.core.git.command import without_repo_env
+from app.core.variants import worktrees
+from app.core.variants.worktrees import refusal
 
 OUTPUT_CHARS = 4000
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
-PREFIX = "steer-check-"
 ENV_MARK = "STEER_CHECK_WORKTREE"  # every check process carries its worktree here
-# Variables that would point CMD's (and our) git at the user's repository instead of the worktree.
-GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
 # sh builtins and keywords a check command may start with (shutil.which finds some of them).
 SH_WORDS = frozenset(
     ": . [ [[ ! { } ( alias bg break case cd command continue do done echo elif else esac eval "
     "exec exit export false fg fi for getopts hash if jobs kill local printf pwd read readonly "
     "return set shift source test then times trap true type ulimit umask unalias unset until "
     "wait while".split())
-IN_PROGRESS = (("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"),
-               ("rebase-apply", "a rebase (or git am)"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
-               ("REVERT_HEAD", "a revert"), ("BISECT_LOG", "a bisect"))
 
 
 @dataclass
@@ -72,16 +60,7 @@ class CheckRefused(Exception):
     """Checks cannot run here (a one-line reason); raised before anything is made."""
 
 
-# -- up-front refusals ---------------------------------------------------------------------
-def git_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
-
-
-def _git(root: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          env=git_env(), stdin=subprocess.DEVNULL, check=check)
-
-
+# -- up-front refusals (and worktrees.refusal) -------------------------------------------
 def command_error(cmd: str, root: Path | None = None) -> str | None:
     """Why `cmd` cannot run as a check command, or None. Only its first word is looked up
     (after `VAR=value` assignments); a path with a slash is looked up under `root` if given."""
@@ -113,42 +92,18 @@ def command_error(cmd: str, root: Path | None = None) -> str | None:
     return None
 
 
-def refusal(root: Path) -> str | None:
-    """Why a check worktree cannot be made for the repository at `root`, or None."""
-    if not Path(root).is_dir():
-        return f"not a directory: {root}"
-    try:
-        out = _git(root, "rev-parse", "--is-bare-repository", "--is-inside-git-dir",
-                   "--absolute-git-dir")
-    except OSError:
-        return "git is not installed"
-    if out.returncode != 0:
-        return f"not a git repository: {root}"
-    bare, inside_git_dir, git_dir = out.stdout.splitlines()[:3]
-    if bare == "true":
-        return f"a bare repository has no working tree to check: {root}"
-    if inside_git_dir == "true":
-        return f"inside a git dir, not a working tree: {root}"
-    for name, what in IN_PROGRESS:
-        if os.path.lexists(os.path.join(git_dir, name)):
-            return f"{what} is in progress: finish or abort it before checking variants"
-    if _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").returncode != 0:
-        return "no commit yet: a check worktree starts from HEAD, so make a first commit"
-    return None
-
-
 # -- processes ------------------------------------------------------------------------------
 def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
 
-def _kill_marked(*worktrees: str) -> None:
-    """SIGKILL every process whose environment names one of `worktrees`: a dead steer's
-    leftovers, or what left its check's process group (setsid) or outlived it in a race."""
-    if not worktrees or not os.path.isdir("/proc"):
+def _kill_marked(*folders: str) -> None:
+    """SIGKILL every process whose environment names one of the worktree `folders`: a dead
+    steer's leftovers, or what left its check's process group (setsid) or outlived it in a race."""
+    if not folders or not os.path.isdir("/proc"):
         return
-    marks = {f"{ENV_MARK}={w}".encode() for w in worktrees}
+    marks = {f"{ENV_MARK}={w}".encode() for w in folders}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/environ", "rb") as fh:
@@ -164,121 +119,15 @@ def _signal_name(num: int) -> str:
     return signal.Signals(num).name if num in signal.valid_signals() else f"signal {num}"
 
 
-# -- worktrees -------------------------------------------------------------------------------
-def remove_worktree(root: Path, path: Path) -> None:
-    _git(root, "worktree", "remove", "--force", "--force", str(path))
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def git_common_dir(root: Path) -> Path:
-    out = _git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", check=True)
-    return Path(out.stdout.strip())
-
-
-def _owner(folder: str) -> int | None:
-    """The pid of the steer that made a check worktree folder (it is in the name)."""
-    m = re.match(re.escape(PREFIX) + r"(\d+)-", os.path.basename(folder))
-    return int(m.group(1)) if m else None
-
-
-def _ours_or_dead(folder: str) -> bool:
-    pid = _owner(folder)
-    return pid is not None and (pid == os.getpid() or not pid_alive(pid))
-
-
-def forget(common: Path) -> None:
-    """Drop the metadata (.git/worktrees/<name>) of check worktrees whose folder is gone and
-    whose steer is this one or dead. Not `git worktree prune`: that would also drop the
-    metadata of a user's own worktree whose folder is only unmounted for now."""
-    meta = common / "worktrees"
-    with contextlib.suppress(OSError):
-        for entry in meta.iterdir():
-            try:
-                folder = os.path.dirname((entry / "gitdir").read_text().strip())
-            except OSError:
-                continue
-            if _ours_or_dead(folder) and not os.path.lexists(folder):
-                shutil.rmtree(entry, ignore_errors=True)
-        meta.rmdir()  # as git leaves it: no worktrees/ folder once the last one is gone
-
-
 def remove_stale(root: Path) -> list[Path]:
-    """Remove check worktrees left by a steer that is gone (its pid is in the dir's name),
-    kill what still runs in them, and forget their metadata."""
-    removed = []
-    tmp = Path(tempfile.gettempdir())
-    with contextlib.suppress(OSError):
-        for entry in tmp.iterdir():
-            pid = _owner(entry.name)
-            if pid is None or not entry.is_dir() or entry.is_symlink() or pid_alive(pid):
-                continue
-            _kill_marked(str(entry))
-            remove_worktree(root, entry)
-            removed.append(entry)
-    forget(git_common_dir(root))
+    """Remove check worktrees left by a steer that is gone, kill what still runs in them,
+    and forget their metadata."""
+    removed = worktrees.dead_folders()
+    for entry in removed:
+        _kill_marked(str(entry))
+        worktrees.remove(root, entry)
+    worktrees.forget(worktrees.common_dir(root))
     return removed
-
-
-def _copy_entry(src: Path, dst: Path) -> None:
-    """Make `dst` what `src` is now: a file (mode kept), a symlink, or nothing."""
-    try:
-        st = src.lstat()
-    except FileNotFoundError:
-        st = None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        return  # a submodule or nested repository: left as HEAD has it
-    if dst.is_dir() and not dst.is_symlink():
-        shutil.rmtree(dst)
-    elif os.path.lexists(dst):
-        dst.unlink()
-    if st is None:
-        return
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src, dst, follow_symlinks=False)
-
-
-def _status_paths(root: Path) -> list[str]:
-    """Paths that differ between HEAD and the user's working tree (staged, unstaged,
-    untracked, deleted), without writing the index (`--no-optional-locks`)."""
-    out = subprocess.run(
-        ["git", "--no-optional-locks", "-C", str(root), "status", "--porcelain=v1", "-z",
-         "--untracked-files=all", "--no-renames", "--ignore-submodules=all"],
-        capture_output=True, env=git_env(), stdin=subprocess.DEVNULL, check=True).stdout
-    return [os.fsdecode(rec[3:]) for rec in out.split(b"\0") if len(rec) > 3]
-
-
-def _plain(rel: str) -> None:
-    """ValueError unless `rel` is a plain repo-relative path (no absolute, `..` or .git)."""
-    parts = Path(rel).parts
-    if not rel or Path(rel).is_absolute() or ".." in parts or ".git" in parts:
-        raise ValueError(f"refused path: {rel}")
-
-
-def _inside(base: Path, rel: str) -> Path:
-    """`base/rel` when it stays inside `base` (no absolute path, `..`, .git, or a symlinked
-    folder leading out), else ValueError."""
-    _plain(rel)
-    target = base / rel
-    real_base = os.path.realpath(base)
-    parent = os.path.realpath(target.parent)
-    if os.path.commonpath([real_base, parent]) != real_base:
-        raise ValueError(f"refused path (leaves the worktree): {rel}")
-    return target
-
-
-def _write_variant(tree: Path, files: Mapping[str, bytes | None]) -> None:
-    for rel, content in files.items():
-        target = _inside(tree, rel)
-        if content is None:
-            if os.path.lexists(target) and not target.is_dir():
-                target.unlink()
-            continue
-        if target.is_symlink():
-            target.unlink()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _inside(tree, rel)  # again: mkdir may have walked through a symlink
-        with open(target, "wb") as fh:  # an existing file keeps its mode
-            fh.write(content)
 
 
 # -- the checks ------------------------------------------------------------------------------
@@ -299,9 +148,8 @@ class Checks:
             raise CheckRefused(reason)
         self.cmd = cmd
         self.timeout = timeout
-        self.root = Path(_git(root, "rev-parse", "--show-toplevel", check=True).stdout.strip())
-        self.prefix = _git(root, "rev-parse", "--show-prefix", check=True).stdout.strip()
-        self.common = git_common_dir(self.root)
+        self.root, self.prefix = worktrees.top_level(root)
+        self.common = worktrees.common_dir(self.root)
         remove_stale(self.root)
         self._results: dict[int, CheckResult] = {}
         self._order: list[int] = []  # variants in the order their checks ended
@@ -401,44 +249,32 @@ class Checks:
         with self._lock, self._git_lock:
             _kill_marked(*map(str, self._worktrees))
             for path in list(self._worktrees):
-                remove_worktree(self.root, path)
+                worktrees.remove(self.root, path)
                 self._worktrees.discard(path)
-            forget(self.common)
+            worktrees.forget(self.common)
 
     def _remove_one(self, path: Path) -> None:
         with self._lock, self._git_lock:
             if path in self._worktrees:
                 _kill_marked(str(path))
-                remove_worktree(self.root, path)
+                worktrees.remove(self.root, path)
                 self._worktrees.discard(path)
 
     def _prepare(self, variant: int, files: dict[str, bytes | None]) -> Path:
         """A worktree at HEAD made to look like the user's tree now, `files` on top."""
         for rel in files:
-            _plain(rel)  # a path the variant may not write: refused before anything
+            worktrees.plain(rel)  # a path the variant may not write: refused before anything
         with self._lock:
             if self._closing:
                 raise _Cancelled(self._cancel_reason)
-            tree = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-v{variant}-"))
+            tree = worktrees.new_folder(variant)
             self._worktrees.add(tree)
-        for attempt in range(3):
-            # one `worktree add` at a time: git reads the other worktrees' metadata while it
-            # adds, and a half-made one fails it (another steer's too: hence the retries)
-            with self._git_lock:
-                add = subprocess.run(
-                    ["git", "-c", "core.hooksPath=/dev/null", "-C", str(self.root), "worktree",
-                     "add", "--detach", "--quiet", str(tree), "HEAD"],
-                    capture_output=True, text=True, env=git_env(), stdin=subprocess.DEVNULL)
-            if add.returncode == 0:
-                break
-            if attempt == 2:
-                raise RuntimeError(f"git worktree add failed: {add.stderr.strip()[-300:]}")
-            time.sleep(0.2)
-        for rel in _status_paths(self.root):
+        worktrees.add(self.root, tree, self._git_lock)
+        for rel in worktrees.changed_paths(self.root):
             if self._closing:
                 raise _Cancelled(self._cancel_reason)
-            _copy_entry(self.root / rel, _inside(tree, rel))
-        _write_variant(tree, files)
+            worktrees.copy_entry(self.root / rel, worktrees.inside(tree, rel))
+        worktrees.write_variant(tree, files)
         return tree
 
     async def _check(self, variant: int, files: dict[str, bytes | None]) -> None:
@@ -465,7 +301,7 @@ class Checks:
     async def _run(self, variant: int, tree: Path) -> CheckResult:
         cwd = tree / self.prefix
         cwd.mkdir(parents=True, exist_ok=True)
-        env = {**git_env(), ENV_MARK: str(tree)}
+        env = {**without_repo_env(), ENV_MARK: str(tree)}  # its git works on the worktree
         began = time.monotonic()
         # shielded: a cancelled spawn would have asyncio SIGKILL the shell alone, leaving
         # whatever it started meanwhile outside our reach
