@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.core.text.linediff import Change, apply_changes, line_diff
+from diff_oracle import regions, splice
 
 
 def _hits(base: list[str], block: list[str], start: int = 0) -> list[int]:
@@ -18,7 +18,7 @@ def _blocks(base: list[str], target: list[str], ctx: int,
     """Blocks [s, e, regions] of base covering every change, each widened (never cutting a
     region) until `good(blocks, i)`; blocks that come to overlap are merged."""
     blocks = [[max(0, a1 - ctx), min(len(base), a2 + ctx), [(a1, a2, b1, b2)]]
-              for a1, a2, b1, b2 in line_diff(base, target)]
+              for a1, a2, b1, b2 in regions(base, target)]
     while True:
         merged: list[list] = []
         for blk in blocks:
@@ -55,7 +55,7 @@ def _blocks(base: list[str], target: list[str], ctx: int,
 def _apply(base: list[str], target: list[str], blk: list) -> list[str]:
     """The new text of a block: its base lines with its regions applied."""
     s, e, regs = blk
-    return apply_changes(base[s:e], [Change(a1 - s, a2 - s, target[b1:b2]) for a1, a2, b1, b2 in sorted(regs)])
+    return splice(base[s:e], [(a1 - s, a2 - s, target[b1:b2]) for a1, a2, b1, b2 in regs])
 
 
 def whole(path: str, base: list[str] | None, target: list[str]) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SRC, init_repo, sr
+from diff_oracle import splice
 from hypothesis import given
 from hypothesis import strategies as st
 from test_rebase import Feed, check_consistent, read, write
@@ -21,7 +22,6 @@ from app.core.conversation.session import Session
 from app.core.disk.workspace import Workspace
 from app.core.edits.hunks import HunkState
 from app.core.edits.placing import three_way
-from app.core.text.linediff import Change, apply_changes
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.server.generation import Faults
@@ -198,12 +198,12 @@ def test_three_way_keeps_both_sides_apart_and_flags_what_touches(user, model):
         if p.ancestor is not None:
             assert p.new != p.old and len(p.ancestor) == p.end - p.start  # (same-length edits)
             assert p.ancestor == LINES[p.start:p.end]
-    taken = apply_changes(mine, [Change(p.start, p.end, p.new) for p in placed])
+    taken = splice(mine, [(p.start, p.end, p.new) for p in placed])
     if not close:
         both = [f"{t} mine" if i in user else f"{t} model" if i in model else t
                 for i, t in enumerate(LINES)]
         assert taken == both
-    kept = apply_changes(mine, [Change(p.start, p.end, p.new) for p in placed if p.ancestor is None])
+    kept = splice(mine, [(p.start, p.end, p.new) for p in placed if p.ancestor is None])
     for i in user:  # "keep mine" on every conflict: every line the user wrote is still there
         assert f"l{i} mine" in kept
 

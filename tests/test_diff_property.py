@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from conftest import stream
+from diff_oracle import splice
 from hypothesis import given
 from hypothesis import strategies as st
 from render_answers import RENDERERS
@@ -17,7 +18,7 @@ from app.core.edits.formats import make_parser
 from app.core.edits.formats.events import EditBegin
 from app.core.edits.hunks import HunkState
 from app.core.review.review import Review
-from app.core.text.linediff import Change, apply_changes, line_diff
+from app.core.text.linediff import line_diff
 from app.core.text.textfile import decode
 
 # Lines from a small alphabet so that texts repeat themselves (ambiguity is the hard part),
@@ -83,8 +84,7 @@ def test_accept_subset_writes_exactly_those_hunks(fmt, base, target, data):
             out = review.accept([hid])
             assert out.accepted == [hid] and not out.conflicts
         review.reject([h.id for h in hunks if h.id not in chosen])
-        expected = apply_changes(base, [Change(h.base_start, h.base_end, h.new)
-                                        for h in hunks if h.id in chosen])
+        expected = splice(base, [(h.base_start, h.base_end, h.new) for h in hunks if h.id in chosen])
         assert decode(Path(tmp, "f.txt").read_bytes())[0] == expected
         if not chosen:
             assert Path(tmp, "f.txt").read_bytes() == original
@@ -109,8 +109,8 @@ def test_accept_all_then_undo_restores_bytes(fmt, base, target):
         assert not flagged or fmt == "whole"
         assert all(h.state == (HunkState.PENDING if h.warning else HunkState.ACCEPTED)
                    for h in hunks)
-        assert decode(Path(tmp, "f.txt").read_bytes())[0] == apply_changes(
-            base, [h.change for h in hunks if not h.warning])
+        assert decode(Path(tmp, "f.txt").read_bytes())[0] == splice(
+            base, [(h.base_start, h.base_end, h.new) for h in hunks if not h.warning])
         if flagged:
             review.accept([h.id for h in flagged])  # a deliberate accept takes them
         assert decode(Path(tmp, "f.txt").read_bytes())[0] == target

@@ -274,7 +274,7 @@ async def test_a_new_change_set_is_announced_once(demo):
     assert second.new_change_set is session.pending is not first.new_change_set
     assert third.new_change_set is None
     assert ("Now sub, as asked.\n", "md") in [(p.text, p.style) for p in second.answer]
-    assert all(h.state == HunkState.PENDING for h in session.pending.hunks)
+    assert session.pending.hunks and all(h.state == HunkState.PENDING for h in session.pending.hunks)
 
 
 async def test_an_idle_frame_is_empty(demo):

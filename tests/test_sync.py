@@ -189,7 +189,7 @@ async def test_steers_own_accept_is_not_taken_for_a_user_change(root):
                 review.commit(plan)
         await w.until(lambda: any("f.txt" in u.paths for u in w.updates))
         await w.quiet()
-    assert all(h.state == HunkState.ACCEPTED for h in pending.hunks)
+    assert pending.hunks and all(h.state == HunkState.ACCEPTED for h in pending.hunks)
     assert not any(r.conflicts or r.dropped for u in w.updates for r in u.rebased)
 
 
