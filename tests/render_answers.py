@@ -58,15 +58,24 @@ def _apply(base: list[str], target: list[str], blk: list) -> list[str]:
     return splice(base[s:e], [(a1 - s, a2 - s, target[b1:b2]) for a1, a2, b1, b2 in regs])
 
 
+def fence(*texts: list[str] | None) -> str:
+    """The fence a careful model writes around these lines (as the prompts ask): longer than
+    any run of backticks a line of them starts with, so no inner fence closes the block."""
+    runs = [len(t) - len(t.lstrip("`")) for lines in texts for t in lines or ()]
+    return "`" * max(3, max(runs, default=0) + 1) if any(r >= 3 for r in runs) else "```"
+
+
 def whole(path: str, base: list[str] | None, target: list[str]) -> str:
     body = "".join(line + "\n" for line in target)
-    return f"Here is the new file.\n\n{path}\n```\n{body}```\n\nThat is all.\n"
+    f = fence(target)
+    return f"Here is the new file.\n\n{path}\n{f}\n{body}{f}\n\nThat is all.\n"
 
 
 def search_replace(path: str, base: list[str] | None, target: list[str]) -> str:
     if not base:
         body = "".join(line + "\n" for line in target)
-        return f"Creating it.\n\n{path}\n```\n<<<<<<< SEARCH\n=======\n{body}>>>>>>> REPLACE\n```\n"
+        f = fence(target)
+        return f"Creating it.\n\n{path}\n{f}\n<<<<<<< SEARCH\n=======\n{body}>>>>>>> REPLACE\n{f}\n"
 
     def unique(blocks: list[list], i: int) -> bool:
         s, e, _ = blocks[i]
@@ -76,7 +85,8 @@ def search_replace(path: str, base: list[str] | None, target: list[str]) -> str:
     for blk in _blocks(base, target, 0, unique):
         old = "".join(t + "\n" for t in base[blk[0] : blk[1]])
         new = "".join(t + "\n" for t in _apply(base, target, blk))
-        out.append(f"{path}\n```\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n\n")
+        f = fence(base[blk[0] : blk[1]], _apply(base, target, blk))
+        out.append(f"{path}\n{f}\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n{f}\n\n")
     out.append("Done.\n")
     return "".join(out)
 

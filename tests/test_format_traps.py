@@ -27,6 +27,9 @@ TRAPS = st.lists(st.sampled_from(["Intro", "", "text", "Title", "```", "```sh", 
                                   "-------", "x = 1"]), max_size=16)
 
 
+_DIVIDER = "======="
+
+
 def balanced(lines: list[str]) -> bool:
     """Every fenced block inside the text is closed (as CommonMark pairs them). A text that
     leaves one open cannot be fenced with ``` faithfully: its answer has one reading, not
@@ -92,6 +95,11 @@ def test_a_trap_is_read_exactly_or_refused(fmt, base, target, name, data):
         fd = pending.files.get(name)
         if not pending.errors and fd is not None:  # (an empty block first is read as prose)
             assert fd.proposal() == target, answer
+        # a refusal is free only where the text holds the format's own divider: a block whose
+        # lines are "=======" has two readings (the answers are fenced as the prompts ask, so
+        # an inner fence never closes a block); anything else is read exactly
+        if pending.errors or fd is None:
+            assert fmt == "search_replace" and _DIVIDER in base + target, (answer, pending.errors)
         original = Path(tmp.name, name).read_bytes()
         _accept_all(ws, pending)
         now = Path(tmp.name, name).read_bytes()
@@ -99,3 +107,34 @@ def test_a_trap_is_read_exactly_or_refused(fmt, base, target, name, data):
         # (search/replace blocks are independent); never text the model did not mean
         if fmt == "whole" or not pending.errors:
             assert now == original or decode(now)[0] == target, answer
+
+
+def test_refusals_are_counted_and_only_the_ambiguous_are_refused():
+    """The property test above lets a refusal through only for a text holding the divider;
+    here, over a fixed corpus, the count: every format reads every other example exactly,
+    and what search/replace refuses is bounded by the examples that hold the divider."""
+    import random
+
+    alphabet = ["Intro", "", "text", "Title", "```", "```sh", "~~~", _DIVIDER, "-------", "x = 1"]
+    rng = random.Random(7)
+    seen = {f: [0, 0, 0] for f in RENDERERS}  # examples, refused, holding the divider
+    for i in range(240):
+        fmt = sorted(RENDERERS)[i % len(RENDERERS)]
+        base = [rng.choice(alphabet) for _ in range(rng.randint(0, 16))]
+        target = [rng.choice(alphabet) for _ in range(rng.randint(0, 16))]
+        name = rng.choice(["README.md", "docs/index.rst", "f.txt"])
+        if base == target or (fmt == "whole" and not (target and balanced(target))):
+            continue
+        tmp, ws, pending = _run(fmt, base, target, [], name)
+        with tmp:
+            fd = pending.files.get(name)
+            refused = bool(pending.errors) or fd is None
+            if not refused:
+                assert fd is not None and fd.proposal() == target
+            seen[fmt][0] += 1
+            seen[fmt][1] += refused
+            seen[fmt][2] += _DIVIDER in base + target
+    for fmt, (n, refused, divided) in seen.items():
+        assert n >= 20, seen  # enough examples of each to count
+        assert refused <= (divided if fmt == "search_replace" else 0), seen
+    assert seen["search_replace"][0] - seen["search_replace"][1] >= 10, seen  # not all refused
