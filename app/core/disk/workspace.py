@@ -40,7 +40,7 @@ from app.core.disk.rename import available as rename_available
 from app.core.disk.repo_lock import LOCK_TIMEOUT, RepoLock
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.state_home import ensure, state_home
-from app.core.faults import stop_point
+from app.core.faults import exchange_off, stop_point
 from app.core.text.names import odd
 from app.core.text.textfile import NotText, decode, digest
 
@@ -112,7 +112,8 @@ class Workspace:
         if not self.root.is_dir():
             raise FileNotFoundError(f"workspace {root} is not a directory")
         self.allow_read_only = allow_read_only
-        self.exchange = rename_available()  # turned off when the filesystem refuses it
+        # turned off when the filesystem refuses it (or a test says so: faults.exchange_off)
+        self.exchange = rename_available() and not exchange_off()
         self._git_dir: Path | None = None
         self._git_dir_found = False  # looked up once, on first use
         # a workspace inside a git dir (a bare repository's subfolder): everything is git's
@@ -426,6 +427,7 @@ class Workspace:
         mark("checked")
         if not found.same(expect):
             raise Changed(rel, found)
+        stop_point(f"swap:checked:{name}")
         os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         mark("done")
 
