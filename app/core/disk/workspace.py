@@ -423,8 +423,8 @@ class Workspace:
         except FileExistsError:  # a save while the file was aside: the newest, it stays
             os.unlink(aside, dir_fd=dfd)  # what steer expected (the journal holds it)
             raise Changed(rel, self._read_at(dfd, name)) from None
-        os.unlink(aside, dir_fd=dfd)
         mark("done")
+        os.unlink(aside, dir_fd=dfd)
 
     def _put_back(self, dfd: int, aside: str, name: str, rel: str, found: Content,
                   tag: str) -> Changed:
