@@ -14,6 +14,7 @@ from conftest import SRC, init_repo, sr
 from test_races import Child, leftovers, run_args, save_by_rename, save_in_place, steer
 
 from app.core.disk.journal import Journal
+from app.core.disk.side_names import tmp_name
 from app.core.disk.workspace import Content, Workspace
 from app.server.chat_server import ServerThread
 
@@ -142,3 +143,15 @@ def test_a_kill_while_the_file_is_aside_is_completed_by_the_next_steer(repo):
     assert "completed an interrupted" in undo.stderr
     assert (repo / "f.txt").read_text() == SRC
     assert leftovers(repo) == []
+
+
+def test_recovery_puts_back_an_original_left_aside(tmp_path):
+    """What a swap killed with the file aside leaves (the path absent, the original beside
+    it under the step's tag) is put back by the sweep, for the step to be completed."""
+    ws = Workspace(tmp_path)
+    before = Content(data=b"mine\n", mode=0o644)
+    (tmp_path / tmp_name("f.txt", "step1")).write_bytes(b"mine\n")
+    (tmp_path / tmp_name("f.txt", "step1")).write_bytes(b"steer's\n")  # its staged file
+    assert ws.sweep("f.txt", "step1", before, Content(data=b"steer's\n", mode=0o644)) == []
+    assert (tmp_path / "f.txt").read_bytes() == b"mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
