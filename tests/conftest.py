@@ -180,3 +180,23 @@ SRC = "".join(f"line {i}\n" for i in range(1, 21))  # a file whose every line is
 def sr(path: str, old: str, new: str) -> str:
     """A search/replace block, as models write them."""
     return f"{path}\n```\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n"
+
+
+# -- what `make test` did not run, said in one line --------------------------------------------
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """One line naming the skipped tests by reason and file ("skipped: 2 in test_web.py
+    (chromium is not installed); ..."), so a developer's run says what it did not check
+    (CI installs what they need: .ci/run)."""
+    groups: dict[str, dict[str, int]] = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        if not isinstance(rep.longrepr, tuple):
+            continue
+        _where, _line, reason = rep.longrepr
+        reason = reason.removeprefix("Skipped: ")
+        module = Path(rep.fspath).name
+        files = groups.setdefault(reason, {})
+        files[module] = files.get(module, 0) + 1
+    if groups:
+        parts = [f"{sum(files.values())} in {', '.join(sorted(files))} ({reason})"
+                 for reason, files in sorted(groups.items(), key=lambda g: -sum(g[1].values()))]
+        terminalreporter.write_line("skipped: " + "; ".join(parts))

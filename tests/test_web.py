@@ -183,3 +183,64 @@ def test_the_page_makes_no_request_off_loopback_and_the_terminal_renders(demo, t
     print("requested:", hosts, sorted({urlsplit(u)._replace(query="").geturl() for u in requested}))
     assert any(urlsplit(u).scheme == "ws" for u in requested)  # the terminal's socket was seen
     assert hosts == ["127.0.0.1"], [u for u in requested if urlsplit(u).hostname != "127.0.0.1"]
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed")
+def test_a_reloaded_tab_resumes_its_session(demo, tmp_path):
+    """A reload ends the tab's steer process and starts another on the same session: the
+    conversation and the pending review come back from the log. The second instruction,
+    typed in the reloaded tab, goes to the model with the first turn in its history, into
+    the same session, with the first answer's hunks still open."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    rig = ServerThread(replay=[CALC_ANSWER, "Nothing else to change.\n"], rate=300)
+    server = rig.__enter__()
+    proc, url = start_web(demo, tmp_path, "--base-url", server.base_url, "--model", "replay",
+                          "-f", "calc.py")
+    store = SessionStore(demo)
+
+    def ask(page, instruction: str) -> None:
+        page.wait_for_selector("canvas", timeout=30_000)
+        page.wait_for_function("document.body.classList.contains('-first-byte')",
+                               timeout=30_000)
+        time.sleep(3)  # the app paints its first frame
+        page.mouse.click(300, 852)  # on the prompt: the terminal takes the keyboard
+        page.keyboard.type(instruction)
+        page.keyboard.press("Enter")
+
+    def apps(pid: int) -> set[int]:  # the steer processes textual-serve runs for its tabs
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return {int(k) for k in kids if b"app" in Path(f"/proc/{k}/cmdline").read_bytes()}
+
+    def ends(sid: str) -> int:
+        return sum(1 for r in store.load(sid) if type(r) is End)
+
+    try:
+        with playwright.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url)
+            _wait(lambda: store.ids(), 30, "the tab's app never saved its session")
+            (sid,) = store.ids()
+            ask(page, "add type hints")
+            _wait(lambda: ends(sid) == 1, 60, "the first answer never finished streaming")
+            time.sleep(1)
+            before = apps(proc.pid)
+            assert len(before) == 1, before
+            page.reload()
+            ask(page, "anything else?")
+            after = apps(proc.pid)
+            assert len(after) == 1 and after != before  # a fresh steer process, not the old one
+            _wait(lambda: ends(sid) == 2, 60, "the reloaded tab's answer never finished")
+            browser.close()
+    finally:
+        stop(proc)
+        rig.__exit__(None, None, None)
+    assert store.ids() == [sid]  # the same session, not a new one
+    records = store.load(sid)
+    assert [r.instruction for r in records if type(r) is TurnRec] == ["add type hints",
+                                                                      "anything else?"]
+    second = server.stats.bodies[-1]["messages"]
+    said = json.dumps(second)
+    assert "add type hints" in said and "anything else?" in said  # the first turn came back
+    info = json.loads(store.log_path(sid).with_suffix(".json").read_text())
+    assert info["turns"] == 2 and info["open"] == 3  # the review was resumed, hunks still open

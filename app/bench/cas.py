@@ -7,10 +7,11 @@ writes a file. Times the marks Workspace.swap sets, over many writes per file si
   and compared: a writer that opened the file *before* the exchange and writes into it late
   is still caught until then; a write through such an old descriptor after that goes into the
   displaced file, which is then removed.
-- `rename` (the fallback where exchange is not supported): check (re-read the target and
-  compare), then rename over it. `window_us` is the start of that check -> the rename done
-  (an upper bound: a save landing inside it is overwritten); `gap_us` is check done -> rename
-  done (a save that lands after steer read the file).
+- `rename` (the fallback where exchange is not supported): move the target aside, read and
+  compare what was moved, then put steer's file in place without replacing. A save landing
+  in between is kept (it takes the path first; steer's write gives way). `window_us` is the
+  start of that check -> steer's file in place: the time the path is absent (a reader then
+  finds no file); `gap_us` is check done -> steer's file in place.
 """
 
 from __future__ import annotations

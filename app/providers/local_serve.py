@@ -37,6 +37,7 @@ from app.providers import serve_registry as registry
 from app.providers.openai_responses import STEER_TIMEOUT, OpenAIResponses
 
 IDLE_EXIT = 900.0  # seconds without a client before a server started on demand exits
+IDLE_EXIT_ENV = "STEER_SERVE_IDLE_EXIT"  # ... or this many, when set (tests, a shared box)
 START_TIMEOUT = 120.0  # loading the 135M model takes about a second; a large GGUF longer
 
 
@@ -67,9 +68,20 @@ def log_path() -> Path:
     return registry.directory() / "serve.log"  # beside the registry (a temp dir's, maybe)
 
 
-def ensure_server(model_path: str, *, idle_exit: float = IDLE_EXIT) -> tuple[str, str, dict]:
+def idle_exit_default() -> float:
+    """$STEER_SERVE_IDLE_EXIT seconds when it holds a number, else IDLE_EXIT."""
+    try:
+        return float(os.environ[IDLE_EXIT_ENV])
+    except (KeyError, ValueError):
+        return IDLE_EXIT
+
+
+def ensure_server(model_path: str, *, idle_exit: float | None = None) -> tuple[str, str, dict]:
     """(base URL, token, registry entry) of a running `steer serve` for this model, started
-    if need be. Blocking: call it in a thread."""
+    if need be (exiting after `idle_exit` s without a client: idle_exit_default()).
+    Blocking: call it in a thread."""
+    if idle_exit is None:
+        idle_exit = idle_exit_default()
     token = registry.token()
     with registry.locked("spawn.lock"):  # two steers starting at once start one server
         entry = registry.lookup(model_path)

@@ -292,7 +292,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--retry-after", type=float, default=0.0, metavar="SECONDS",
                    help="fault: the Retry-After a --status 429 carries")
     p.add_argument("--idle-exit", type=float, default=0.0, metavar="SECONDS",
-                   help="exit after this long without a client (0: never)")
+                   help="exit after this long without a client (0: never); a server the `local` "
+                        "provider starts on demand gets 900, or $STEER_SERVE_IDLE_EXIT")
     p.add_argument("--require-token", action="store_true",
                    help="require the token with --replay too (a model always requires it)")
     args = p.parse_args(argv)

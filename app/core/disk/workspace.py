@@ -13,8 +13,10 @@ write, so no check-then-rename window is left for it. (What remains: a writer th
 the file before the exchange and writes into it after the check writes into the displaced
 file, as with any atomic save.) If yet another save lands on steer's file before the
 exchange is undone, that newest one stays and the displaced one is kept beside it, never
-dropped. Without exchange support (another OS, an old filesystem) `swap` re-reads the target
-and renames right after; `steer bench cas` measures that window. Paths are walked from the
+dropped. Without exchange support (another OS, an old filesystem) `swap` moves the target
+aside, checks what it moved, and puts its file in place without replacing anything: a save
+landing meanwhile stays (the price: for that instant the path is absent, which `steer bench
+cas` measures). Paths are walked from the
 root with O_NOFOLLOW directory fds, so a folder swapped for a symlink is refused, not followed.
 
 Only the review's accept, the journal's undo and its crash recovery call `swap`, and they hold
@@ -27,7 +29,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,13 +39,12 @@ from app.core.disk.paths import PathRefused, normalize
 from app.core.disk.rename import RENAME_EXCHANGE, RENAME_NOREPLACE, UNSUPPORTED, rename2
 from app.core.disk.rename import available as rename_available
 from app.core.disk.repo_lock import LOCK_TIMEOUT, RepoLock
+from app.core.disk.side_names import TMP_SUFFIX, rescue_name, tmp_head, tmp_name
 from app.core.disk.snapshot import Snapshot
 from app.core.disk.state_home import ensure, state_home
-from app.core.faults import stop_point
+from app.core.faults import exchange_off, stop_point
 from app.core.text.names import odd
 from app.core.text.textfile import NotText, decode, digest
-
-TMP_SUFFIX = ".steer-tmp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,26 +93,14 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _short(name: str, limit: int) -> str:
-    """`name` cut to `limit` bytes (file names are limited in bytes, not characters)."""
-    return os.fsencode(name)[:limit].decode("utf-8", "ignore") or "f"
-
-
-def _tmp_head(name: str, tag: str) -> str:
-    return f".{_short(name, 96)}.{tag}."
-
-
-def _rescue_name(name: str, tag: str) -> str:
-    return f"{_short(name, 200)}.steer-saved-{tag}"
-
-
 class Workspace:
     def __init__(self, root: str | os.PathLike[str], *, allow_read_only: bool = False) -> None:
         self.root = Path(os.path.realpath(root))
         if not self.root.is_dir():
             raise FileNotFoundError(f"workspace {root} is not a directory")
         self.allow_read_only = allow_read_only
-        self.exchange = rename_available()  # turned off when the filesystem refuses it
+        # turned off when the filesystem refuses it (or a test says so: faults.exchange_off)
+        self.exchange = rename_available() and not exchange_off()
         self._git_dir: Path | None = None
         self._git_dir_found = False  # looked up once, on first use
         # a workspace inside a git dir (a bare repository's subfolder): everything is git's
@@ -341,12 +329,8 @@ class Workspace:
             raise PathRefused(f"refused {rel}: it is read-only (mode {stat.S_IMODE(st.st_mode):04o}); "
                               "pass --allow-read-only to let steer edit read-only files")
 
-    @staticmethod
-    def tmp_name(name: str, tag: str) -> str:
-        return f"{_tmp_head(name, tag)}{secrets.token_hex(4)}{TMP_SUFFIX}"
-
     def _stage(self, dfd: int, name: str, new: Content, expect: Content, tag: str) -> str:
-        tmp = self.tmp_name(name, tag)
+        tmp = tmp_name(name, tag)
         if new.link is not None:
             os.symlink(new.link, tmp, dir_fd=dfd)
             return tmp
@@ -420,14 +404,39 @@ class Workspace:
                     mark("done")
                     return
                 raise self._give_back(dfd, tmp, name, rel, displaced, new, tag)
-        # no exchange: check, then rename at once; `steer bench cas` measures the window
+        # no exchange: move the file aside (atomic), check what was moved, then put steer's
+        # file at `name` without replacing: a save landing in between is found there and
+        # kept. For that instant `name` is absent; `steer bench cas` measures it.
+        aside = tmp_name(name, tag)
         mark("check")
-        found = self._read_at(dfd, name)
+        try:
+            os.rename(name, aside, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except FileNotFoundError:
+            raise Changed(rel, ABSENT) from None
+        found = self._read_at(dfd, aside)
         mark("checked")
         if not found.same(expect):
-            raise Changed(rel, found)
-        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            raise self._put_back(dfd, aside, name, rel, found, tag)
+        stop_point(f"swap:checked:{name}")
+        try:
+            self.place_new(dfd, tmp, name)
+        except FileExistsError:  # a save while the file was aside: the newest, it stays
+            os.unlink(aside, dir_fd=dfd)  # what steer expected (the journal holds it)
+            raise Changed(rel, self._read_at(dfd, name)) from None
         mark("done")
+        os.unlink(aside, dir_fd=dfd)
+
+    def _put_back(self, dfd: int, aside: str, name: str, rel: str, found: Content,
+                  tag: str) -> Changed:
+        """A file moved aside that steer must not replace goes back to `name`; beside it when
+        a save took `name` meanwhile (the newer one stays at `name`)."""
+        try:
+            self.place_new(dfd, aside, name)
+        except FileExistsError:
+            rescued = rescue_name(name, tag)
+            os.rename(aside, rescued, src_dir_fd=dfd, dst_dir_fd=dfd)
+            return Changed(rel, found, rescued=str(PurePosixPath(rel).with_name(rescued)))
+        return Changed(rel, found)
 
     def _give_back(self, dfd: int, tmp: str, name: str, rel: str, displaced: Content,
                    new: Content, tag: str) -> Changed:
@@ -443,7 +452,7 @@ class Workspace:
         # another save landed on steer's file in between: it is the newest, so it goes back
         # at `name`; the older one is kept beside it, never dropped
         rename2(dfd, tmp, name, RENAME_EXCHANGE)
-        rescued = _rescue_name(name, tag)
+        rescued = rescue_name(name, tag)
         os.rename(tmp, rescued, src_dir_fd=dfd, dst_dir_fd=dfd)
         return Changed(rel, back, rescued=str(PurePosixPath(rel).with_name(rescued)))
 
@@ -455,7 +464,7 @@ class Workspace:
             if found.exists:
                 raise Changed(rel, found)
             return
-        aside = self.tmp_name(name, tag)
+        aside = tmp_name(name, tag)
         try:
             os.rename(name, aside, src_dir_fd=dfd, dst_dir_fd=dfd)
         except FileNotFoundError:
@@ -465,20 +474,14 @@ class Workspace:
         if found.same(expect):
             os.unlink(aside, dir_fd=dfd)
             return
-        try:
-            self.place_new(dfd, aside, name)
-        except FileExistsError:
-            rescued = _rescue_name(name, tag)
-            os.rename(aside, rescued, src_dir_fd=dfd, dst_dir_fd=dfd)
-            raise Changed(rel, found, rescued=str(PurePosixPath(rel).with_name(rescued))) from None
-        raise Changed(rel, found)
+        raise self._put_back(dfd, aside, name, rel, found, tag)
 
     def sweep(self, rel: str, tag: str, before: Content, after: Content) -> list[str]:
         """Clear what a killed `swap` of step `tag` left next to `rel`: steer's staged content
         and the original it displaced go (the journal holds both); a save by someone else that
         the swap had displaced goes back to `rel`, or beside it if `rel` changed again."""
         name = rel.rsplit("/", 1)[-1]
-        head = _tmp_head(name, tag)
+        head = tmp_head(name, tag)
         try:
             dfd = self._open_dir(rel)
         except (FileNotFoundError, PathRefused):
@@ -489,10 +492,13 @@ class Workspace:
                 if not (left.startswith(head) and left.endswith(TMP_SUFFIX)):
                     continue
                 got = self._read_at(dfd, left)
+                now = self._read_at(dfd, name)
+                if got.same(before) and not now.exists:  # moved aside by a killed swap:
+                    self.place_new(dfd, left, name)  # back, for the step to be completed
+                    continue
                 if got.same(before) or got.same(after):
                     os.unlink(left, dir_fd=dfd)
                     continue
-                now = self._read_at(dfd, name)
                 try:
                     if not now.exists:
                         self.place_new(dfd, left, name)
@@ -502,7 +508,7 @@ class Workspace:
                         raise FileExistsError(errno.EEXIST, "exists", name)
                     notes.append(f"{rel}: a save made while steer was writing it was put back")
                 except FileExistsError:
-                    rescued = _rescue_name(name, tag)
+                    rescued = rescue_name(name, tag)
                     os.rename(left, rescued, src_dir_fd=dfd, dst_dir_fd=dfd)
                     notes.append(f"{rel}: a save made while steer was writing it is kept as "
                                  f"{PurePosixPath(rel).with_name(rescued)}")
