@@ -76,11 +76,13 @@ def records(tmp_path: Path) -> list[dict]:
     return out
 
 
-def until(what, timeout: float = 30.0, why: str = ""):
-    """`what()` once it is truthy, within `timeout` seconds."""
+def until(what, timeout: float = 30.0, why: str = "", tmux: Tmux | None = None):
+    """`what()` once it is truthy, within `timeout` seconds (a generous deadline: the
+    machine may be loaded; on failure, `tmux`'s screen as it was then)."""
     deadline = time.monotonic() + timeout
     while not (got := what()):
-        assert time.monotonic() < deadline, f"never: {why}"
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never: {why}" + (f"\n{tmux.screen()}" if tmux else ""))
         time.sleep(0.1)
     return got
 
@@ -96,7 +98,7 @@ def in_status(tmux: Tmux, text: str, timeout: float = 30.0) -> str:
     def seen() -> str:
         screen = tmux.screen()
         return screen if text in status(screen) else ""
-    return until(seen, timeout, why=f"{text!r} in the status line:\n{tmux.screen()}")
+    return until(seen, timeout, why=f"{text!r} in the status line", tmux=tmux)
 
 
 def disk(demo: Path) -> str:
@@ -364,5 +366,31 @@ def test_a_1_mib_paste_arrives_whole_and_the_app_stays_responsive(demo, tmp_path
         until(lambda: [r for r in records(tmp_path) if r["t"] == "end"], timeout=60,
               why="the answer ended")
         assert disk(demo) == CALC
+    finally:
+        _stop(tmux, proc)
+
+
+def test_a_paste_into_the_review_decides_nothing(demo, tmp_path):
+    """A lone "y" pasted while reviewing, then a pasted log full of review letters and ESCs:
+    neither is read as keys (nothing accepted, rejected or left); the next typed y is."""
+    proc, url = _serve(tmp_path, CALC_ANSWER)
+    tmux = Tmux("pastereview")
+    try:
+        _start(tmux, demo, url, tmp_path)
+        tmux.keys("add type hints")
+        tmux.keys("Enter")
+        tmux.wait_for("#3 pending", "· done ·")
+        tmux.keys("Tab")
+        tmux.wait_for("◆ reviewing")
+        paste(tmux, tmp_path, "y")
+        paste(tmux, tmp_path, paste_of(4096))
+        screen = _settled(tmux)
+        assert "◆ reviewing" in screen and "#1 pending" in screen
+        assert "0 accepted, 0 rejected" in status(screen) and "paste" not in status(screen)
+        assert disk(demo) == CALC
+        tmux.keys("y")  # typed: the review's key
+        until(lambda: disk(demo) == ADD_HINTS, why="the typed y accepted #1")
+        tmux.wait_for("#1 accepted")
+        assert len([r for r in records(tmp_path) if r["t"] == "accept"]) == 1
     finally:
         _stop(tmux, proc)
