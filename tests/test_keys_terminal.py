@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import git
 from test_review_tmux import STALL, _settled
 from test_tmux import STEER, Tmux
 from test_variants_ui import V1, V2, V3
@@ -392,5 +393,41 @@ def test_a_paste_into_the_review_decides_nothing(demo, tmp_path):
         until(lambda: disk(demo) == ADD_HINTS, why="the typed y accepted #1")
         tmux.wait_for("#1 accepted")
         assert len([r for r in records(tmp_path) if r["t"] == "accept"]) == 1
+    finally:
+        _stop(tmux, proc)
+
+
+def test_f1_over_the_commit_dialog_keeps_the_message_typed(demo, tmp_path):
+    """F1 from the commit dialog (its message box holds the keys): the help, then Esc back to
+    the dialog with the message as it was; Enter commits it."""
+    proc, url = _serve(tmp_path, CALC_ANSWER)
+    tmux = Tmux("f1commit")
+    try:
+        _start(tmux, demo, url, tmp_path)
+        tmux.keys("add type hints")
+        tmux.keys("Enter")
+        tmux.wait_for("#3 pending", "· done ·")
+        tmux.keys("Tab")
+        tmux.wait_for("◆ reviewing")
+        tmux.keys("y")
+        until(lambda: disk(demo) == ADD_HINTS, why="#1 written", tmux=tmux)
+        tmux.keys("S")
+        until(lambda: "calc.py" in git(demo, "diff", "--cached", "--name-only"),
+              why="#1 staged", tmux=tmux)
+        tmux.keys("C")
+        tmux.wait_for("Commit ", "Enter commits")
+        tmux.keys("hint add")
+        tmux.wait_for("hint add")
+        tmux.keys("F1")
+        tmux.wait_for("steer — keys", "Esc closes.")
+        tmux.keys("Escape")
+        until(lambda: "steer — keys" not in tmux.screen(), why="the help closed", tmux=tmux)
+        tmux.wait_for("Enter commits", "hint add")
+        assert git(demo, "log", "--format=%s") == "init\n"  # nothing committed yet
+        tmux.keys("Enter")
+        until(lambda: git(demo, "log", "--format=%s") == "hint add\ninit\n", why="committed",
+              tmux=tmux)
+        tmux.wait_for("committed")
+        assert git(demo, "show", "HEAD:calc.py") == ADD_HINTS and disk(demo) == ADD_HINTS
     finally:
         _stop(tmux, proc)
