@@ -4,10 +4,12 @@ sends them, pastes as bytes (`tmux load-buffer FILE`, then `paste-buffer -p`: a 
 paste, its newlines sent as CR as a terminal sends them). Each flow checks what the user sees
 and what the disk holds: the file, and the session's log in the state dir.
 
-Esc mid-stream stops the answer; F1 over a dialog shows the keys and closes back to it; F3
+Esc mid-stream stops the answer; F1 over a dialog (the reject reason, the commit message)
+shows the keys and closes back to it, what was typed there kept; F3
 asks variants and `[` / `]` switch them; `e` runs a scripted $EDITOR with the terminal handed
 over; Ctrl+B rewinds the files to before a turn (and `r` puts them back); pastes of 64 KiB
-and 1 MiB arrive whole, as one paste, with the y, n and ESC inside them never read as keys.
+and 1 MiB arrive whole, as one paste, with the y, n and ESC inside them never read as keys,
+and a paste into the review decides nothing.
 (`v` + Space + `y` are driven in tests/test_review_tmux.py.)"""
 
 from __future__ import annotations
