@@ -124,11 +124,13 @@ def run_room(name: str, room: Room, children: int, keep: bool) -> tuple[int, int
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m app.bench.mutants", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("rooms", nargs="*", choices=[[], *ROOMS], help="rooms (default: all)")
+    ap.add_argument("rooms", nargs="*", help=f"rooms (default: all): {', '.join(ROOMS)}")
     ap.add_argument("--children", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="mutants tested at once")
     ap.add_argument("--keep", action="store_true", help="keep the scratch copies")
     args = ap.parse_args(argv)
+    if unknown := [r for r in args.rooms if r not in ROOMS]:
+        ap.error(f"no room {', '.join(unknown)}; the rooms: {', '.join(ROOMS)}")
     names = args.rooms or list(ROOMS)
     if "edits" in names and "parser" in names:
         names.remove("parser")  # edits holds it
