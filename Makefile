@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 LOCKS  := requirements-build.lock requirements.lock
 
-.PHONY: run test lint screenshots bench lock lock-check clean
+.PHONY: run test lint screenshots bench mutants lock lock-check clean
 
 # Exactly the locked versions, every file checked against its hash. The sdists in the lock
 # (llama-cpp-python) build with the locked build tools, not with whatever an isolated build
@@ -39,6 +39,11 @@ screenshots: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/steer bench engine
 	$(BIN)/steer bench run
+
+# A mutation score per room of core (app/bench/mutants.py; not part of `make test`: it takes
+# long). `make mutants ROOMS="parser lookup"` runs some rooms: parser edits disk review lookup check.
+mutants: $(STAMP)
+	$(BIN)/python -m app.bench.mutants $(ROOMS)
 
 # Refresh the locks from pyproject.toml: keeps today's pins where they still fit; `make lock
 # UPGRADE=1` takes the newest releases the bounds allow. Then `make lock-check`.

@@ -248,6 +248,18 @@ def test_grep_searches_the_first_4000_characters_of_a_line(tmp_path, pattern):
         assert [m[:2] for m in lk.grep(pattern).matches] == [("f.txt", 1), ("f.txt", 2)]
 
 
+
+@pytest.mark.parametrize("pattern", [r"\w*\d", r"(?<!b)\w*\d"])  # a file at a time; by line
+def test_the_per_line_cap_bounds_a_pathological_pattern_on_a_long_line(tmp_path, pattern):
+    # pins grep_line_chars_searched as a bound on time, not only on what is found: \w*\d
+    # backtracks quadratically on a line of letters (~0.01 s over 500 characters, seconds
+    # over 12,000, past the 1 s limit of one search); with the cap the grep answers at once
+    root = init_repo(tmp_path / "r", {"f.txt": "a" * 12_000 + "\n" + "x7\n"})
+    with Lookup(root, limits=Limits(grep_line_chars_searched=500)) as lk:
+        a = lk.grep(pattern, deadline=Deadline(30))
+    assert a.ok and not a.timed_out, a.reason
+    assert [m[:2] for m in a.matches] == [("f.txt", 2)]
+
 @pytest.fixture(scope="module")
 def one_file(tmp_path_factory):
     root = init_repo(tmp_path_factory.mktemp("grep") / "r", {"f.txt": "\n"})

@@ -303,3 +303,29 @@ def test_a_patch_inside_a_code_block_is_a_patch_not_prose(before):
             EditBegin("a.py", "update", sequential=True), EditEnd()], fmt
         assert Line("+", "y = 3") in ev and Prose("Done.") in ev
         assert Prose("```") not in ev  # the fence that closed the patch is not explanation
+
+
+def test_a_longer_fence_is_closed_only_by_a_fence_as_long():
+    # pins `_closes`: a search/replace block for a Markdown file fenced with ```` keeps the
+    # ``` fences inside its SEARCH and REPLACE text; a shorter fence never closes the block
+    answer = ("README.md\n````markdown\n<<<<<<< SEARCH\nuse:\n```sh\nmake\n```\n=======\n"
+              "use:\n```sh\nmake test\n```\n>>>>>>> REPLACE\n````\nDone.\n")
+    for ev in (parse(answer), parse(answer, "whole")):
+        assert ev == [EditBegin("README.md", "update"),
+                      Line("-", "use:"), Line("-", "```sh"), Line("-", "make"), Line("-", "```"),
+                      OldEnd(),
+                      Line("+", "use:"), Line("+", "```sh"), Line("+", "make test"),
+                      Line("+", "```"),
+                      EditEnd(), Prose("Done.")]
+
+
+@pytest.mark.parametrize("gap", ["\n", "\n\n"])
+def test_blank_lines_between_the_file_name_and_its_fence_keep_the_name(gap):
+    # pins HOLD: the prose held back while a fence may follow keeps the file name across
+    # the blank lines models put between it and the fence
+    ev = parse(f"Here it is:\nsrc/app.py\n{gap}```python\n<<<<<<< SEARCH\nold\n=======\nnew\n"
+               ">>>>>>> REPLACE\n```\n")
+    assert ev[0] == Prose("Here it is:")
+    assert EditBegin("src/app.py", "update") in ev
+    assert [e for e in ev if isinstance(e, Line)] == [Line("-", "old"), Line("+", "new")]
+    assert not any(isinstance(e, Malformed) for e in ev)

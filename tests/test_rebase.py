@@ -95,6 +95,47 @@ def test_an_edit_in_the_region_is_a_conflict_with_both_sides(ws):
     assert "line 15 (mine)" in read(ws) and "line three" in read(ws)
 
 
+def _conflict_at_accept(ws: Workspace):
+    """h2 made a conflict by the accept itself: between plan and write the file became a
+    symlink, so the write refused the hunk (a conflict with a note and no ancestor: no
+    rebase saw the change). Returns (pending, review, h1, h2)."""
+    pending = stream(ws, TWO_EDITS, context=["f.txt"])
+    review = Review(ws, pending)
+    h1, h2 = pending.files["f.txt"].hunks
+    plan = review.plan_hunks([h2.id])
+    (ws.root / "g.txt").write_text(SRC)
+    (ws.root / "f.txt").unlink()
+    (ws.root / "f.txt").symlink_to("g.txt")
+    out = review.commit(review.execute(plan))
+    assert out.accepted == [] and out.conflicts == [h2.id]
+    assert h2.state == HunkState.CONFLICT and h2.ancestor is None and "symlink" in h2.note
+    (ws.root / "f.txt").unlink()
+    return pending, review, h1, h2
+
+
+def test_a_conflict_made_at_accept_is_pending_again_when_the_disk_goes_back(ws):
+    # pins rebase `_refresh_states`: a hunk that became a conflict at accept time turns
+    # pending again on a later live rebase that finds its region as the hunk expects it
+    # (no conflict after all), and can then be accepted
+    pending, review, h1, h2 = _conflict_at_accept(ws)
+    write(ws, SRC)  # the file is back, as it was
+    assert h2 in review.recheck("f.txt")
+    assert (h2.state, h2.note) == (HunkState.PENDING, "") and h1.state == HunkState.PENDING
+    check_consistent(ws, pending)
+    assert review.accept([h2.id]).accepted == [h2.id]
+    assert read(ws) == SRC.replace("line 15\n", "line fifteen\n")
+
+
+def test_a_conflict_made_at_accept_is_pending_again_after_a_change_elsewhere(ws):
+    # the same through a rebase with user changes to place (a line added above): the
+    # untouched hunk moves, and is refreshed to pending in the same pass
+    pending, review, _, h2 = _conflict_at_accept(ws)
+    write(ws, "top\n" + SRC)
+    review.recheck("f.txt")
+    assert (h2.state, h2.note, h2.base_start) == (HunkState.PENDING, "", 15)
+    check_consistent(ws, pending)
+
+
 def test_take_mine_keeps_the_disk(ws):
     pending = stream(ws, TWO_EDITS, context=["f.txt"])
     review = Review(ws, pending)
@@ -304,6 +345,56 @@ def test_search_block_touched_but_still_found_moves_with_it(ws):
         (10, ["line 10", "line 11"], ["ten", "eleven"])]
     Review(ws, f.pending).accept_all()
     assert read(ws) == SRC.replace("line 10\nline 11\n", "right above\nten\neleven\n")
+
+
+def test_a_streaming_block_the_disk_holds_twice_waits(tmp_path):
+    # pins `_relocate`'s "once": a still-streaming edit the user touched moves only onto its
+    # block found exactly once. apply_patch placed this chunk after its `@@ line 9` anchor
+    # though its lines are also at the top; with both copies still on disk it waits
+    # (deferred) instead of jumping onto the first copy
+    base = "line 10\nline 11\n" + SRC
+    ws = Workspace(init_repo(tmp_path / "r", {"f.txt": base}))
+    f = Feed(ws, fmt="apply_patch")
+    answer = ("*** Begin Patch\n*** Update File: f.txt\n@@ line 9\n line 10\n-line 11\n"
+              "+eleven\n+eleven b\n line 12\n*** End Patch\n")
+    cut = answer.index("+eleven b")
+    f.feed(answer[:cut])
+    (h,) = f.pending.files["f.txt"].hunks
+    assert (h.state, h.base_start) == (HunkState.STREAMING, 12)
+    write(ws, base.replace("line 9\n", "line 9\nmine\n"))  # touches the block
+    done = f.disk_changed()
+    assert done.deferred and f.pending.due == {"f.txt"}
+    assert h.base_start == 12  # not moved onto the copy at the top
+    f.feed(answer[cut:])
+    f.finish()
+    assert f.due == ["f.txt"]
+    f.disk_changed()
+    check_consistent(ws, f.pending)
+    assert all(x.base_start > 2 for x in f.pending.files["f.txt"].hunks)
+
+
+def test_a_streaming_block_found_only_fuzzily_waits(tmp_path):
+    # pins `_relocate`'s "exactly": the user changed the streaming block; an indented copy
+    # of it elsewhere matches only ignoring whitespace, and the live edit waits for its end
+    # (deferred) instead of being moved onto that fuzzy match while it streams
+    base = "  line 10\n  line 11\n" + SRC
+    ws = Workspace(init_repo(tmp_path / "r", {"f.txt": base}))
+    f = Feed(ws)
+    answer = sr("f.txt", "line 10\nline 11\n", "ten\neleven\n")
+    cut = answer.index("eleven")
+    f.feed(answer[:cut])
+    (h,) = f.pending.files["f.txt"].hunks
+    assert (h.state, h.base_start) == (HunkState.STREAMING, 11)
+    write(ws, base.replace("\nline 11\n", "\nline 11 (mine)\n"))
+    done = f.disk_changed()
+    assert done.deferred and f.pending.due == {"f.txt"}
+    assert h.base_start == 11  # not moved onto the indented lines at the top
+    f.feed(answer[cut:])
+    f.finish()
+    f.disk_changed()
+    check_consistent(ws, f.pending)
+    (h,) = f.pending.files["f.txt"].hunks
+    assert (h.state, h.base_start, h.old) == (HunkState.CONFLICT, 11, ["line 10", "line 11 (mine)"])
 
 
 def test_the_user_changing_the_streaming_block_defers_then_conflicts(ws):

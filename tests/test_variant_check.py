@@ -266,9 +266,17 @@ async def test_a_variant_path_that_leaves_the_worktree_is_refused(root, tmp_path
     assert list(outside.iterdir()) == [] and not (tmp_path / "x.txt").exists()
 
 
-async def test_the_environment_points_git_at_the_worktree(root, monkeypatch):
-    monkeypatch.setenv("GIT_DIR", str(root / ".git"))
-    monkeypatch.setenv("GIT_INDEX_FILE", str(root / ".git" / "index"))
+@pytest.mark.parametrize("names", [("GIT_DIR", "GIT_INDEX_FILE"), ("GIT_INDEX_FILE",)])
+async def test_the_environment_points_git_at_the_worktree(root, monkeypatch, names):
+    # steer started from a git hook (which sets GIT_INDEX_FILE, maybe GIT_DIR): the check's
+    # worktree is its own, and — pinning the isolation of app/core/git/command.py — its
+    # `git worktree add` never writes the user's index: the staged change stays staged
+    index = root / ".git" / "index"
+    staged, index_bytes = git(root, "diff", "--cached"), index.read_bytes()
+    assert "+STAGED" in staged
+    values = {"GIT_DIR": str(root / ".git"), "GIT_INDEX_FILE": str(index)}
+    for name in names:
+        monkeypatch.setenv(name, values[name])
     checks = Checks(root, "git rev-parse --absolute-git-dir | grep /worktrees/steer-check- && "
                           "git status --porcelain", timeout=60)
     try:
@@ -276,6 +284,10 @@ async def test_the_environment_points_git_at_the_worktree(root, monkeypatch):
         [r] = await asyncio.wait_for(checks.run_all(), 60)
     finally:
         await checks.aclose()
+    for name in names:
+        monkeypatch.delenv(name)
+    assert index.read_bytes() == index_bytes
+    assert git(root, "diff", "--cached") == staged
     assert r.passed, r
     assert " M a.py" in r.output and " D gone.txt" in r.output
 
