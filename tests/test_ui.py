@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -31,10 +30,8 @@ async def test_interrupt_keeps_complete_hunks_and_marks_the_unfinished_one(demo)
             await until(pilot, lambda: len(rig.hunks()) == 2 and app.session.turn.deltas >= STALL)
             h1, h2 = rig.hunks()
             assert h1.state == HunkState.PENDING and h2.state == HunkState.STREAMING
-            t0 = time.perf_counter()
-            await pilot.press("escape")
-            assert time.perf_counter() - t0 < 1.0
-            turn = app.session.turn
+            await pilot.press("escape")  # stopped by the time the key is handled: no wait
+            turn = app.session.turn  # (how soon: `steer bench tui`, esc_to_stopped_ms)
             assert turn.state == "interrupted" and not app.session.streaming
             assert h1.state == HunkState.PENDING and not h1.incomplete
             assert h2.state == HunkState.PENDING and h2.incomplete
