@@ -90,8 +90,7 @@ async def test_hostile_names_lines_and_prose_are_shown_never_obeyed(tmp_path):
             assert BAD_LINE in (root / "calc.py").read_bytes().decode()  # written exactly: only shown escaped
             await pilot.press("d")
             await until(pilot, lambda: diff.fd is None and any(r.kind == "add" for r in diff.rows))
-            await pilot.pause(0.2)
-            assert shown_whole(app, visible(BAD_LINE)[4:])
+            await until(pilot, lambda: shown_whole(app, visible(BAD_LINE)[4:]))  # once drawn
             assert obeyable(screen_lines(app)) == []
     finally:
         await server.close()
@@ -106,16 +105,15 @@ async def test_hostile_prose_over_the_responses_websocket_is_shown_never_obeyed(
         async with app.run_test(size=WIDE_SIZE, notifications=True) as pilot:
             await ask(pilot, "fix it")
             await until(pilot, lambda: app.session.turn.state == "done", timeout=30)
-            await pilot.pause(0.3)
             assert app.session.turn.chunks and "".join(app.session.turn.chunks) == ANSWER
-            assert visible(HOSTILE) in app.query_one(StreamView).text
-            assert shown_whole(app, "[@click=app.quit]CLICK-HERE[/]")
+            await until(pilot, lambda: visible(HOSTILE) in app.query_one(StreamView).text
+                        and shown_whole(app, "[@click=app.quit]CLICK-HERE[/]"))  # once drawn
             assert obeyable(screen_lines(app)) == []
             await reviewing(pilot)
             await pilot.press("w")  # the raw view: what the model sent, escapes shown
-            await pilot.pause(0.3)
-            assert visible(BAD_LINE) in app.query_one(StreamView).text
-            assert shown_whole(app, "a\\x1b]2;PWNED\\x07b") and shown_whole(app, "c\\x0dr")
+            await until(pilot, lambda: visible(BAD_LINE) in app.query_one(StreamView).text
+                        and shown_whole(app, "a\\x1b]2;PWNED\\x07b")
+                        and shown_whole(app, "c\\x0dr"))
             assert obeyable(screen_lines(app)) == []
     finally:
         await server.close()
