@@ -6,6 +6,8 @@ shown (app/view/outside_text.py)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from conftest import init_repo, sr
 from outside import HOSTILE, RED_NAME, SLUG, TITLE_NAME, WIDE, obeyable, screen_lines
 from pilot import ask, reviewing, until
@@ -121,8 +123,9 @@ async def test_hostile_prose_over_the_responses_websocket_is_shown_never_obeyed(
 
 async def test_a_queued_message_is_shown_as_typed_and_never_read_as_markup(demo):
     stall = len(split_tokens(CALC_ANSWER)) // 2
+    go_on = asyncio.Event()  # the first answer goes on once the queue has been seen
     server = ChatServer(replay=[CALC_ANSWER, CALC_ANSWER], faults=Faults(stall_after=stall,
-                        stall_seconds=4, only_first=1))
+                        resume=go_on, only_first=1))
     await server.start()
     try:
         app = SteerApp(demo, OpenAIChat(server.base_url, "replay"), context=["calc.py"],
@@ -133,14 +136,14 @@ async def test_a_queued_message_is_shown_as_typed_and_never_read_as_markup(demo)
             for text in ("drop the [/] token", "fix arr[i] bounds"):
                 app.query_one(PromptInput).value = text
                 await pilot.press("tab")
-            await pilot.pause(0.1)
             queue = app.query_one(QueueView)
-            assert [str(s.render()) for s in queue.query("Static")] == [
+            await until(pilot, lambda: [str(s.render()) for s in queue.query("Static")] == [
                 "⏳ drop the [/] token", "⏳ fix arr[i] bounds"]
-            assert shown_whole(app, "queued: drop the [/] token")  # the toast
+                and shown_whole(app, "queued: drop the [/] token"))  # the toast, once drawn
             app.clear_notifications()  # the toasts cover the queue pane
             await until(pilot, lambda: shown_whole(app, "⏳ drop the [/] token")
-                        and shown_whole(app, "⏳ fix arr[i] bounds"), timeout=5)
+                        and shown_whole(app, "⏳ fix arr[i] bounds"))
+            go_on.set()
             # the answer streaming meanwhile is not cut off, and the follow-ups run after it
             await until(pilot, lambda: len(app.session.turns) == 3 and not app.session.streaming,
                         timeout=20)
