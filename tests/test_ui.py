@@ -167,7 +167,8 @@ async def test_an_inline_edit_that_does_not_parse_is_not_written_at_the_first_ct
 
 
 async def test_queued_follow_up_runs_when_the_answer_ends(demo):
-    faults = Faults(stall_after=STALL, stall_seconds=1.0, only_first=1)
+    go_on = asyncio.Event()  # the answer ends once the follow-up is queued, however long that took
+    faults = Faults(stall_after=STALL, resume=go_on, only_first=1)
     async with Rig(demo, [CALC_ANSWER, SUB_ANSWER], faults=faults) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
@@ -176,6 +177,7 @@ async def test_queued_follow_up_runs_when_the_answer_ends(demo):
             app.query_one(PromptInput).value = "then sub too"
             await pilot.press("tab")
             assert app.session.queue == ["then sub too"] and app.query_one("#queue").display
+            go_on.set()
             await until(pilot, lambda: len(app.session.turns) == 2 and app.session.turn.state == "done")
             assert app.session.turns[0].state == "done" and app.session.turns[1].kind == "follow-up"
             assert "then sub too" in rig.server.stats.bodies[1]["messages"][-1]["content"]
