@@ -74,7 +74,7 @@ async def test_a_line_edited_before_its_hunk_arrives_is_a_conflict_on_arrival(ro
     marker = {"search_replace": "g.txt", "apply_patch": " g 7",
               "whole": "g 1\n"}[fmt]
     session, server = await _session(root, answer, fmt, stall_after=tokens_until(answer, marker),
-                                      stall_seconds=2.0)
+                                      resume=(go_on := asyncio.Event()))
     try:
         session.start("edit both")
         await _until(lambda: session.pending is not None and "f.txt" in session.pending.files
@@ -83,6 +83,7 @@ async def test_a_line_edited_before_its_hunk_arrives_is_a_conflict_on_arrival(ro
         g = session.pending.files.get("g.txt")
         assert g is None or not g.hunks  # the answer has not reached the user's line yet
         await edit(root / "g.txt", "g 8\n", "g 8 # MINE\n")  # another process, mid-answer
+        go_on.set()  # the stall ends once the edit is made, however long that took
         await session.wait()
         h = _only(session, "g.txt")
         assert h.state == HunkState.CONFLICT  # before any key
@@ -101,11 +102,12 @@ async def test_a_line_edited_before_its_hunk_arrives_is_a_conflict_on_arrival(ro
 
 async def test_an_edit_of_another_region_before_arrival_just_shifts_the_hunk(root):
     session, server = await _session(root, ANSWER, stall_after=tokens_until(ANSWER, "g.txt"),
-                                     stall_seconds=2.0)
+                                     resume=(go_on := asyncio.Event()))
     try:
         session.start("edit both")
         await _until(lambda: session.pending is not None and "f.txt" in session.pending.files)
         await edit(root / "g.txt", "g 1\n", "g 0\ng 1\n")
+        go_on.set()  # the stall ends once the edit is made, however long that took
         await session.wait()
         h = _only(session, "g.txt")
         assert (h.state, h.base_start, h.old, h.new) == (HunkState.PENDING, 8, ["g 8"], ["eight"])
@@ -122,7 +124,7 @@ async def test_with_real_watch_events_a_later_block_for_the_users_lines_is_a_con
     the file). On main that block was refused; it is a conflict with both sides."""
     answer = sr("g.txt", "g 2\n", "two\n") + "then\n\n" + sr("g.txt", "g 8\n", "eight\n")
     session, server = await _session(root, answer, stall_after=tokens_until(answer, "then"),
-                                     stall_seconds=2.5)
+                                     resume=(go_on := asyncio.Event()))
     try:
         async with Watching(root, lambda: session.pending) as w:
             w.session = session
@@ -133,6 +135,7 @@ async def test_with_real_watch_events_a_later_block_for_the_users_lines_is_a_con
             # the watcher's event moved the file's base onto the save
             await w.until(lambda: "g 8 # MINE" in session.pending.files["g.txt"].base.lines)
             assert session.turn.live
+            go_on.set()  # the stall ends once the edit is seen, however long that took
             await session.wait()
             await w.quiet()
         assert session.pending.errors == []
@@ -317,7 +320,7 @@ async def test_a_conflict_found_at_arrival_is_the_same_after_a_resume(demo):
     from app.core.storage.store import SessionStore
 
     server = ChatServer(replay=CALC_ANSWER, rate=2000,
-                        faults=Faults(stall_after=BEFORE_MAIN, stall_seconds=2.0))
+                        faults=Faults(stall_after=BEFORE_MAIN, resume=(go_on := asyncio.Event())))
     await server.start()
     store = SessionStore(demo)
     s = Session(Workspace(demo), OpenAIChat(server.base_url, "replay"), fmt="search_replace",
@@ -330,6 +333,7 @@ async def test_a_conflict_found_at_arrival_is_the_same_after_a_resume(demo):
                      and len(s.pending.files["calc.py"].hunks) == 2
                      and all(h.state == HunkState.PENDING for h in s.pending.hunks))
         await edit(demo / "calc.py", "def main():\n", "def main():  # mine\n")
+        go_on.set()  # the stall ends once the edit is made, however long that took
         await s.wait()
         assert (demo / "calc.py").read_text() == MINE
         main = s.pending.hunks[-1]
@@ -350,12 +354,13 @@ async def test_a_conflict_found_at_arrival_is_the_same_after_a_resume(demo):
 
 async def test_a_file_deleted_before_its_hunk_arrives_is_stale_with_the_reason(root):
     session, server = await _session(root, ANSWER, stall_after=tokens_until(ANSWER, "g.txt"),
-                                     stall_seconds=2.0)
+                                     resume=(go_on := asyncio.Event()))
     try:
         session.start("edit both")
         await _until(lambda: session.pending is not None and "f.txt" in session.pending.files)
         proc = await asyncio.create_subprocess_exec("git", "rm", "-q", "g.txt", cwd=root)
         assert await proc.wait() == 0
+        go_on.set()  # the stall ends once the edit is made, however long that took
         await session.wait()
         h = _only(session, "g.txt")
         assert h.state == HunkState.STALE and "g.txt was deleted outside steer" in h.note

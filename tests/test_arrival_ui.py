@@ -5,6 +5,7 @@ server, a second process saving the file while the answer streams."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -22,7 +23,8 @@ MINE = CALC.replace("def main():\n", "def main():  # mine\n")
 
 
 async def test_a_conflict_at_arrival_shows_both_sides_and_e_saves_the_merge(demo):
-    async with Rig(demo, CALC_ANSWER, faults=Faults(stall_after=BEFORE_MAIN, stall_seconds=2.0)) as rig:
+    go_on = asyncio.Event()  # the stall ends once the user's save is made, however long that took
+    async with Rig(demo, CALC_ANSWER, faults=Faults(stall_after=BEFORE_MAIN, resume=go_on)) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
             await ask(pilot, "add type hints")
@@ -31,6 +33,7 @@ async def test_a_conflict_at_arrival_shows_both_sides_and_e_saves_the_merge(demo
             subprocess.run([sys.executable, "-c", "import sys, pathlib; "
                             "pathlib.Path(sys.argv[1]).write_text(sys.argv[2])",
                             str(demo / "calc.py"), MINE], check=True)
+            go_on.set()
             await until(pilot, lambda: app.session.turn.state == "done" and len(rig.hunks()) == 3
                         and rig.hunks()[2].state == HunkState.CONFLICT)
             h = rig.hunks()[2]  # a conflict before any key, holding both sides

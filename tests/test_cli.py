@@ -334,7 +334,7 @@ def _registered_servers(state: Path) -> dict:
 @pytest.mark.model
 def test_a_model_server_crash_mid_answer_is_named_and_leaves_no_server(tmp_path):
     """SIGSEGV to `steer serve` while it generates (what a llama.cpp build that does not suit
-    the CPU does): `steer run` exits 3 within 15 s, says the embedded model crashed and where
+    the CPU does): `steer run` exits 3 when the server dies, not at its stall timeout, says the embedded model crashed and where
     its log is, never a socket close code, writes nothing, and no server is left running."""
     import time
 
@@ -344,7 +344,7 @@ def test_a_model_server_crash_mid_answer_is_named_and_leaves_no_server(tmp_path)
     e = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
          "STEER_STOP_AT": "serve:generating"}
     proc = subprocess.Popen([*STEER, "run", "Add a docstring to greet.", "-f", "two.py",
-                             "--accept", "all", "--max-tokens", "300"],
+                             "--accept", "all", "--max-tokens", "300", "--stall-timeout", "600"],
                             cwd=root, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240
@@ -359,15 +359,14 @@ def test_a_model_server_crash_mid_answer_is_named_and_leaves_no_server(tmp_path)
         assert pid is not None and _state_of(pid) in ("T", "t"), "no server stopped mid-answer"
         os.kill(pid, signal.SIGSEGV)  # delivered as it continues, in the middle of generating
         os.kill(pid, signal.SIGCONT)
-        killed = time.monotonic()
-        out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - killed
+        # the crash is noticed when it happens: waiting for the stall timeout (600 s) would
+        # outlast the give-up (this only ends a test that would otherwise hang)
+        out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     err = err.decode()
     assert proc.returncode == 3, err
-    assert took < 15, took
     assert "the embedded model crashed (SIGSEGV" in err, err
     assert str(state / "steer" / "serve.log") in err and "--base-url" in err
     assert "code 1006" not in err and "Traceback" not in err, err

@@ -6,6 +6,8 @@ shown (app/view/outside_text.py)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from conftest import init_repo, sr
 from outside import HOSTILE, RED_NAME, SLUG, TITLE_NAME, WIDE, obeyable, screen_lines
 from pilot import ask, reviewing, until
@@ -90,8 +92,7 @@ async def test_hostile_names_lines_and_prose_are_shown_never_obeyed(tmp_path):
             assert BAD_LINE in (root / "calc.py").read_bytes().decode()  # written exactly: only shown escaped
             await pilot.press("d")
             await until(pilot, lambda: diff.fd is None and any(r.kind == "add" for r in diff.rows))
-            await pilot.pause(0.2)
-            assert shown_whole(app, visible(BAD_LINE)[4:])
+            await until(pilot, lambda: shown_whole(app, visible(BAD_LINE)[4:]))  # once drawn
             assert obeyable(screen_lines(app)) == []
     finally:
         await server.close()
@@ -106,16 +107,15 @@ async def test_hostile_prose_over_the_responses_websocket_is_shown_never_obeyed(
         async with app.run_test(size=WIDE_SIZE, notifications=True) as pilot:
             await ask(pilot, "fix it")
             await until(pilot, lambda: app.session.turn.state == "done", timeout=30)
-            await pilot.pause(0.3)
             assert app.session.turn.chunks and "".join(app.session.turn.chunks) == ANSWER
-            assert visible(HOSTILE) in app.query_one(StreamView).text
-            assert shown_whole(app, "[@click=app.quit]CLICK-HERE[/]")
+            await until(pilot, lambda: visible(HOSTILE) in app.query_one(StreamView).text
+                        and shown_whole(app, "[@click=app.quit]CLICK-HERE[/]"))  # once drawn
             assert obeyable(screen_lines(app)) == []
             await reviewing(pilot)
             await pilot.press("w")  # the raw view: what the model sent, escapes shown
-            await pilot.pause(0.3)
-            assert visible(BAD_LINE) in app.query_one(StreamView).text
-            assert shown_whole(app, "a\\x1b]2;PWNED\\x07b") and shown_whole(app, "c\\x0dr")
+            await until(pilot, lambda: visible(BAD_LINE) in app.query_one(StreamView).text
+                        and shown_whole(app, "a\\x1b]2;PWNED\\x07b")
+                        and shown_whole(app, "c\\x0dr"))
             assert obeyable(screen_lines(app)) == []
     finally:
         await server.close()
@@ -123,8 +123,9 @@ async def test_hostile_prose_over_the_responses_websocket_is_shown_never_obeyed(
 
 async def test_a_queued_message_is_shown_as_typed_and_never_read_as_markup(demo):
     stall = len(split_tokens(CALC_ANSWER)) // 2
+    go_on = asyncio.Event()  # the first answer goes on once the queue has been seen
     server = ChatServer(replay=[CALC_ANSWER, CALC_ANSWER], faults=Faults(stall_after=stall,
-                        stall_seconds=4, only_first=1))
+                        resume=go_on, only_first=1))
     await server.start()
     try:
         app = SteerApp(demo, OpenAIChat(server.base_url, "replay"), context=["calc.py"],
@@ -135,14 +136,14 @@ async def test_a_queued_message_is_shown_as_typed_and_never_read_as_markup(demo)
             for text in ("drop the [/] token", "fix arr[i] bounds"):
                 app.query_one(PromptInput).value = text
                 await pilot.press("tab")
-            await pilot.pause(0.1)
             queue = app.query_one(QueueView)
-            assert [str(s.render()) for s in queue.query("Static")] == [
+            await until(pilot, lambda: [str(s.render()) for s in queue.query("Static")] == [
                 "⏳ drop the [/] token", "⏳ fix arr[i] bounds"]
-            assert shown_whole(app, "queued: drop the [/] token")  # the toast
+                and shown_whole(app, "queued: drop the [/] token"))  # the toast, once drawn
             app.clear_notifications()  # the toasts cover the queue pane
             await until(pilot, lambda: shown_whole(app, "⏳ drop the [/] token")
-                        and shown_whole(app, "⏳ fix arr[i] bounds"), timeout=5)
+                        and shown_whole(app, "⏳ fix arr[i] bounds"))
+            go_on.set()
             # the answer streaming meanwhile is not cut off, and the follow-ups run after it
             await until(pilot, lambda: len(app.session.turns) == 3 and not app.session.streaming,
                         timeout=20)

@@ -115,9 +115,8 @@ def test_a_hanging_check_is_killed_with_its_children(repo, tmp_path):
     marker = tmp_path / "child.pid"
     check = f"sh -c 'echo $$ > {marker}; sleep 300' & sleep 300"
     with ServerThread(replay=[A1], rate=2000) as server:
-        t0 = time.monotonic()
+        # killed at its timeout: waiting for the check (300 s) would outlast steer()'s give-up
         out = steer(repo, *run_args(server, "--check", check, "--check-timeout", "1"))
-    assert time.monotonic() - t0 < 60
     assert out.returncode == 4, out.stderr
     assert "timed out" in out.stderr
     assert (repo / "f.txt").read_text() == SRC

@@ -113,12 +113,9 @@ def test_400_tokenless_upgrades_with_60kB_heads_leave_the_rss_where_it_was(steer
     jobs = [lambda: request(s.port, UPGRADE)] * 400
     asyncio.run(bounded(16, jobs[:16]))  # warm: the refusal's own code paths
     before = settle(s.pid)
-    t0 = time.monotonic()
     statuses = asyncio.run(bounded(16, jobs))
-    took = time.monotonic() - t0
     after = settle(s.pid)
     assert set(statuses) == {401}
-    assert took < 20, took  # quickly: ~0.05 s each, 16 at a time
     assert after - before < 3 * 2**20, (before, after)
 
 

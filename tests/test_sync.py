@@ -115,11 +115,12 @@ async def test_external_edit_after_the_stream_rebases_within_one_update(root):
 
 
 async def test_a_real_stream_continues_against_the_users_new_text(root):
-    """The user edits the file while the answer streams (stalled mid-block for a moment):
-    the streaming block shifts, the finished hunk the user touched becomes a conflict, and
-    the block still to come is found in the new text."""
+    """The user edits the file while the answer streams (stalled mid-block until the edit is
+    seen): the streaming block shifts, the finished hunk the user touched becomes a conflict,
+    and the block still to come is found in the new text."""
     stall = tokens_until(ANSWER, "eleven")  # inside the second block's REPLACE
-    server = ChatServer(replay=ANSWER, rate=2000, faults=Faults(stall_after=stall, stall_seconds=2.0))
+    go_on = asyncio.Event()  # the stall ends when the block has moved, however long that takes
+    server = ChatServer(replay=ANSWER, rate=2000, faults=Faults(stall_after=stall, resume=go_on))
     await server.start()
     ws = Workspace(root)
     session = Session(ws, OpenAIChat(server.base_url, "replay"), fmt="search_replace", context=["f.txt"])
@@ -133,6 +134,7 @@ async def test_a_real_stream_continues_against_the_users_new_text(root):
             await edit(root / "f.txt", "line 1\nline 2\nline 3\n", "top\nline 1\nline 2\nline 3 (mine)\n")
             await w.until(lambda: live.base_start == 10)  # moved while streaming
             assert session.turn.live
+            go_on.set()
             await session.wait()
             await w.quiet()
         hunks = session.pending.files["f.txt"].hunks

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -31,10 +30,8 @@ async def test_interrupt_keeps_complete_hunks_and_marks_the_unfinished_one(demo)
             await until(pilot, lambda: len(rig.hunks()) == 2 and app.session.turn.deltas >= STALL)
             h1, h2 = rig.hunks()
             assert h1.state == HunkState.PENDING and h2.state == HunkState.STREAMING
-            t0 = time.perf_counter()
-            await pilot.press("escape")
-            assert time.perf_counter() - t0 < 1.0
-            turn = app.session.turn
+            await pilot.press("escape")  # stopped by the time the key is handled: no wait
+            turn = app.session.turn  # (how soon: `steer bench tui`, esc_to_stopped_ms)
             assert turn.state == "interrupted" and not app.session.streaming
             assert h1.state == HunkState.PENDING and not h1.incomplete
             assert h2.state == HunkState.PENDING and h2.incomplete
@@ -170,7 +167,8 @@ async def test_an_inline_edit_that_does_not_parse_is_not_written_at_the_first_ct
 
 
 async def test_queued_follow_up_runs_when_the_answer_ends(demo):
-    faults = Faults(stall_after=STALL, stall_seconds=1.0, only_first=1)
+    go_on = asyncio.Event()  # the answer ends once the follow-up is queued, however long that took
+    faults = Faults(stall_after=STALL, resume=go_on, only_first=1)
     async with Rig(demo, [CALC_ANSWER, SUB_ANSWER], faults=faults) as rig:
         app = rig.app
         async with app.run_test(size=SIZE) as pilot:
@@ -179,6 +177,7 @@ async def test_queued_follow_up_runs_when_the_answer_ends(demo):
             app.query_one(PromptInput).value = "then sub too"
             await pilot.press("tab")
             assert app.session.queue == ["then sub too"] and app.query_one("#queue").display
+            go_on.set()
             await until(pilot, lambda: len(app.session.turns) == 2 and app.session.turn.state == "done")
             assert app.session.turns[0].state == "done" and app.session.turns[1].kind == "follow-up"
             assert "then sub too" in rig.server.stats.bodies[1]["messages"][-1]["content"]

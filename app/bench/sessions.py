@@ -160,9 +160,22 @@ async def _amplification(root: Path, rate: float) -> dict:
         request = log.bytes_written - before  # the turn record with its base snapshot
         streamed_from = log.bytes_written
         fsyncs1 = log.fsyncs
+        grew: list[float] = []  # when the bytes on disk grew while the answer streamed
+
+        async def sample() -> None:
+            last = log.bytes_written  # the writer thread's count, read every 20 ms
+            while True:
+                await asyncio.sleep(0.02)
+                if (now := log.bytes_written) > last:
+                    last = now
+                    grew.append(time.perf_counter())
+
+        sampler = asyncio.ensure_future(sample())
         t0 = time.perf_counter()
         await session.wait()
         span = time.perf_counter() - t0
+        sampler.cancel()
+        gaps = [b - a for a, b in zip([t0, *grew], grew, strict=False)]
         log.flush()
         streamed = len(turn.text.encode("utf-8"))
         text_bytes = log.bytes_written - streamed_from
@@ -175,6 +188,9 @@ async def _amplification(root: Path, rate: float) -> dict:
             "write_amplification_with_request": round((text_bytes + request) / streamed, 3),
             "fsyncs_while_streaming": log.fsyncs - fsyncs1,
             "stream_s": round(span, 2),
+            # what a kill -9 can lose: the longest the streamed text went without reaching
+            # the disk (target: FLUSH_EVERY, 1 s, plus a write)
+            "unsaved_s_max": round(max(gaps), 3) if gaps else None,
             "fsyncs_total": log.fsyncs - fsyncs0,
         }
         await session.aclose()

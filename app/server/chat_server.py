@@ -37,7 +37,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 
-from app.server.generation import Backend, Faults, prediction_usage, rss_bytes
+from app.server.generation import Backend, Faults, prediction_usage, rss_bytes, stall
 from app.server.http import HttpRequest, HttpResponse, HttpServer, Limits
 from app.server.responses import ResponsesService
 
@@ -193,7 +193,7 @@ class ChatServer(Backend):
                 if f.stall_after is not None and n == f.stall_after:
                     yield b"".join(batch)
                     batch = []
-                    await asyncio.sleep(f.stall_seconds)
+                    await stall(f)
                 if f.malformed_after is not None and n >= f.malformed_after:
                     batch.append(b"data: {\"choices\": [{\"delta\": {\"content\": \"x\n\n")
                     yield b"".join(batch)

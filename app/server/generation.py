@@ -50,6 +50,8 @@ class Faults:
     drop_after: int | None = None  # close the connection mid-answer, no finish, no [DONE]
     stall_after: int | None = None  # stop sending, keep the connection open
     stall_seconds: float = 3600.0  # ... for this long, then go on
+    resume: asyncio.Event | None = None  # ... or until this is set: a test ends the stall
+    # when what it waits for has happened, not after a guessed time (the server in its loop)
     status: int | None = None  # answer with this HTTP status instead (429 gets Retry-After)
     retry_after: float = 0.0
     malformed_after: int | None = None  # send a chunk that is not JSON
@@ -62,6 +64,17 @@ class Faults:
     connection_limit: int | None = None  # WebSocket: after N responses, the 60-minute-limit error
     refuse_prediction: bool = False  # Chat Completions: a body with `prediction` gets OpenAI's 400
     refuse_tools: bool = False  # a body with `tools` gets a 400, as llama-server without --jinja
+
+
+async def stall(f: Faults) -> None:
+    """The stall `f` asks for: `stall_seconds`, or less when `f.resume` is set first."""
+    if f.resume is None:
+        await asyncio.sleep(f.stall_seconds)
+        return
+    try:
+        await asyncio.wait_for(f.resume.wait(), f.stall_seconds)
+    except TimeoutError:
+        pass
 
 
 class Recent(Generic[T]):

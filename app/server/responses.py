@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from app.providers.responses_wire import EventWriter, from_input, new_id, response_object
-from app.server.generation import Backend, Faults, Generation
+from app.server.generation import Backend, Faults, Generation, stall
 from app.server.http import HttpRequest, HttpResponse
 from app.server.ws import WsClosed, WsConnection
 
@@ -354,7 +354,7 @@ class ResponsesService:
                     if f.stall_after is not None and i == f.stall_after:
                         yield batch
                         batch = []
-                        await asyncio.sleep(f.stall_seconds)
+                        await stall(f)
                     batch.append(ew.delta(mid, tok))
                     parts.append(tok)
             except Exception as exc:  # noqa: BLE001 - the model failed: the client is told, not left to stall
