@@ -27,7 +27,7 @@ from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
 from app.core.variants.group import Variants
 from app.ui import actions
-from app.ui.availability import Availability
+from app.ui.availability import Availability, CoreState
 from app.ui.compat import shutting_down
 from app.ui.dialogs import rewind
 from app.ui.gc_policy import AnswerGC
@@ -68,7 +68,8 @@ class MainScreen(KeysScreen):
         self.key_names = keys or actions.key_names()  # action id -> keys bound (the retry hint names one)
         self.sync = FrameSync(session)
         self.live = LiveTree(session.ws, lambda: variants.session.pending, session.write_lock)
-        self.availability = Availability(variants, self.live)
+        self.core_state = CoreState(variants, self.live)  # the conditions core owns
+        self.availability = Availability(self.core_state)  # every condition; the panes' on mount
         self._initial_context = list(context)
         self.watch_files = watch_files
         self.blink = blink  # snapshot tests turn the cursor blink off
@@ -77,7 +78,7 @@ class MainScreen(KeysScreen):
         self.gc = AnswerGC()
         self.branch = ""
         self._tree_from: Widget | None = None  # what had the keys when Ctrl+T showed the tree
-        self._available: tuple[bool, ...] | None = None  # the conditions the key bar last saw
+        self._available: tuple[bool, ...] | None = None  # core's conditions the key bar last saw
 
     @property
     def session(self) -> Session:
@@ -92,7 +93,7 @@ class MainScreen(KeysScreen):
         with Horizontal(id="main"):
             yield FilesPane(self.session.ws.root.name, self.live, follow_disk=self.watch_files,
                             id="left").data_bind(MainScreen.narrow)
-            yield ReviewPane(self.variants, self.live, self.availability, id="center")
+            yield ReviewPane(self.variants, self.live, self.core_state, id="center")
             yield ConversationPane(self.variants, self.welcome, id="side")
         yield Line(id="status")
         yield Composer(self.variants, self.key_names, blink=self.blink)
@@ -100,8 +101,9 @@ class MainScreen(KeysScreen):
 
     def on_mount(self) -> None:
         self._ready = True
-        self.availability.review = self.review
-        self.availability.prompt = self.composer.prompt
+        availability = self.availability
+        availability.cursor, availability.review = self.review.diff, self.review
+        availability.draft = self.composer.prompt
         self.review.set_keys(self.key_names)
         self._render_header()
         self.composer.add_each(list(self._initial_context), self.composer.render_context)
@@ -122,7 +124,7 @@ class MainScreen(KeysScreen):
 
     def on_unmount(self) -> None:
         self._ready = False
-        self.availability.review = self.availability.prompt = None
+        self.availability.cursor = self.availability.review = self.availability.draft = None
 
     def _render_header(self) -> None:
         branch = f" · {self.branch}" if self.branch else ""

@@ -24,7 +24,7 @@ from textual.strip import Strip
 
 from app.core.conversation.review import line_rows
 from app.core.edits.file_diff import FileDiff
-from app.core.edits.hunks import Hunk, HunkState
+from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.text.plural import plural
 from app.ui.actions import bindings, key_names, review_keys
 from app.ui.compat import set_virtual_size
@@ -99,7 +99,12 @@ class DiffView(ScrollView, can_focus=True):
     class ModeChanged(Message):
         """Line mode or the view changed: the review says so in the pane's title."""
 
-    line_mode: var[bool] = var(False, bindings=True)  # the key bar follows it
+    # the action table's conditions the cursor owns (actions.Cursor): a change refreshes the
+    # bindings, so the key bar follows at once
+    hunk_open: var[bool] = var(False, bindings=True)
+    hunk_conflict: var[bool] = var(False, bindings=True)
+    line_mode: var[bool] = var(False, bindings=True)
+    decides: var[bool] = var(True)  # the review shows the pending diff (a git view decides nothing)
     side_by_side: var[bool] = var(False)
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -197,6 +202,19 @@ class DiffView(ScrollView, can_focus=True):
                 self.refresh_lines(a, b - a)
         elif first < max(old_len, len(rows)):
             self.refresh_lines(first, max(old_len, len(rows)) - first + 1)
+        self.read_cursor()
+
+    def read_cursor(self) -> None:
+        """What the hunk under the cursor lets the review do. Called wherever the cursor or
+        the hunks move; a hunk's state is core's, which tells no one (it is not reactive), so
+        the review calls it each frame too. An unchanged value costs a comparison."""
+        h = self.hunk if self.decides else None
+        self.hunk_open = h is not None and h.state in OPEN
+        self.hunk_conflict = (h is not None and h.state == HunkState.CONFLICT
+                              and h.ancestor is not None)
+
+    def watch_decides(self) -> None:
+        self.read_cursor()
 
     def on_mount(self) -> None:
         # each theme carries its syntax style; the signal fires once the theme is applied
@@ -248,6 +266,7 @@ class DiffView(ScrollView, can_focus=True):
         self.cursor_id = hunk_id
         self.line_mode = False
         self.picked.clear()
+        self.read_cursor()
         self.refresh()
         self.scroll_to_hunk()
         if sideways:
