@@ -102,7 +102,8 @@ def now(core: Core) -> tuple[bool, ...]:
 
 
 # An action's `when`: a condition by its own name, or one of the few that combine two
-# (written once, here). mypy holds nothing here: the test of the table checks the names.
+# (written once, here; mypy holds them to State). The table's test checks every row's
+# `when` is one of these.
 WHEN: dict[str, Callable[[State], object]] = {
     **{name: attrgetter(name) for name in CONDITIONS},
     "idle": lambda s: not s.streaming,

@@ -9,8 +9,10 @@ The other conditions are reactives with `bindings=True` on the widgets that own 
 diff's cursor, the review pane, the prompt): a change refreshes the bindings by itself.
 
 `Availability` puts them together for a `check_action` and the palette. It holds no
-condition of its own: it routes each name to its owner by the protocol that declares it,
-so no condition is written twice and none is forwarded by hand.
+condition of its own: it routes each name to its owner by the protocol that declares it, so
+each condition's value is written once, on its owner, and none is forwarded by hand. The
+screen's has every owner; the review pane builds its own from its reactives and core's
+(CoreState knows no pane), so no pane asks the screen's picture, which asks the pane back.
 """
 
 from __future__ import annotations

@@ -130,7 +130,9 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
 
     def _read_undo(self) -> None:
         review = self.session.review
-        self.can_undo = self._journal_undo or (review is not None and review.can_undo)
+        can_undo = self._journal_undo or (review is not None and review.can_undo)
+        if can_undo != self.can_undo:  # (as in DiffView.read_cursor: a read is cheaper)
+            self.can_undo = can_undo
 
     def first_open_hunk(self) -> Hunk | None:
         """The answer's first open hunk (where the review starts)."""

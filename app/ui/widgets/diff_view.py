@@ -189,11 +189,15 @@ class DiffView(DiffRows, can_focus=True):
     def read_cursor(self) -> None:
         """What the hunk under the cursor lets the review do. Called wherever the cursor or
         the hunks move; a hunk's state is core's, which tells no one (it is not reactive), so
-        the review calls it each frame too. An unchanged value costs a comparison."""
+        the review calls it each frame too: an unchanged value is only compared (a set of a
+        reactive costs several times a read, every frame)."""
         h = self.hunk if self.decides else None
-        self.hunk_open = h is not None and h.state in OPEN
-        self.hunk_conflict = (h is not None and h.state == HunkState.CONFLICT
-                              and h.ancestor is not None)
+        hunk_open = h is not None and h.state in OPEN
+        conflict = h is not None and h.state == HunkState.CONFLICT and h.ancestor is not None
+        if hunk_open != self.hunk_open:
+            self.hunk_open = hunk_open
+        if conflict != self.hunk_conflict:
+            self.hunk_conflict = conflict
 
     def watch_decides(self) -> None:
         self.read_cursor()
