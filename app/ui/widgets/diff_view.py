@@ -184,7 +184,8 @@ class DiffView(DiffRows, can_focus=True):
                 self.refresh_lines(a, b - a)
         elif first < max(old_len, len(rows)):
             self.refresh_lines(first, max(old_len, len(rows)) - first + 1)
-        self.read_cursor()
+        if not self.following:  # (following, the cursor moves on next: the frame reads it then)
+            self.read_cursor()
 
     def read_cursor(self) -> None:
         """What the hunk under the cursor lets the review do. Called wherever the cursor or
