@@ -20,7 +20,7 @@ from app.providers.acp import AcpAgent
 from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.server.generation import Faults
-from app.ui import actions
+from app.ui import actions, availability
 from app.ui.app import SteerApp
 from app.ui.dialogs.permission import PermissionScreen
 from app.ui.widgets.diff_view import DiffView
@@ -77,6 +77,33 @@ def test_the_conditions_are_the_state_protocols_and_the_table_reads_no_other():
         when(Reads())  # type: ignore[arg-type]
     assert set(read) <= set(actions.CONDITIONS)
     assert {a.when for a in actions.ACTIONS if a.when} <= set(actions.WHEN)
+
+
+async def test_no_condition_changes_without_the_bindings_hearing_of_it(demo):
+    """Every condition is read from an owner on screen, and a change of it reaches the key
+    bar: core's are compared each frame, every other one is a reactive of the widget that
+    owns it and refreshes the bindings itself. A condition routed to no owner, or owned by a
+    widget without telling the bindings, fails here."""
+    async with Rig(demo, CALC_ANSWER) as rig:
+        app = rig.app
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            main = app.main
+            assert set(availability.OWNER) == set(actions.CONDITIONS)
+            assert {n for n, slot in availability.OWNER.items() if slot == "core"} == set(actions.CORE)
+            heard: list[object] = []
+            main.bindings_updated_signal.subscribe(main, heard.append, immediate=True)
+            for name in actions.CONDITIONS:
+                owner = getattr(main.availability, availability.OWNER[name])
+                assert owner is not None, f"{name}: its owner is not on screen"
+                was = getattr(owner, name)
+                assert getattr(main.availability, name) == was
+                if name in actions.CORE:
+                    continue
+                heard.clear()
+                setattr(owner, name, ["calc.py"] if name == "named" else not was)
+                assert heard, f"{name} changed and the bindings did not hear of it"
+                setattr(owner, name, was)
 
 
 async def test_decisions_and_git_arriving_each_change_the_bar(demo, git_held):

@@ -15,7 +15,6 @@ from app.ui.themes import SYNTAX_FALLBACK, THEME_DEFAULTS
 APP = Path(app.__file__).parent
 # the widgets' own branch (stream_view, diff_view) moves their fallbacks to SYNTAX_FALLBACK;
 # until it lands, their copies of it are the only ones allowed
-NOT_YET = {"ui/widgets/diff_view.py", "ui/widgets/stream_view.py"}
 
 
 @functools.cache
@@ -36,8 +35,6 @@ def test_what_a_theme_leaves_out_is_written_only_in_the_default_theme():
     assert THEME_DEFAULTS["syntax"] == SYNTAX_FALLBACK and {"diff-added-bg", "diff-removed-bg"} <= set(THEME_DEFAULTS)
     for module, tree in _modules().items():
         written = set(THEME_DEFAULTS.values()) & set(_strings(tree))
-        if module in NOT_YET:
-            written -= {SYNTAX_FALLBACK}
         assert not written, f"{module} writes {sorted(written)}: use app.ui.themes.THEME_DEFAULTS"
 
 

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
-from app.ui.widgets.stream_view import _wrap
+from app.view.wrap import wrap_spans as _wrap
 
 
 @given(st.text(alphabet="ab  c\u00e9\u4e2d\t.", max_size=80), st.integers(1, 16))

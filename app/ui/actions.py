@@ -7,12 +7,19 @@ this table, so an action's facts are written once.
 A new key of the review is a row here (scope "review", `run` its name) and one method,
 `action_<name>`, on the review pane (app/ui/panes/review.py): its binding, availability, key
 bar entry, help line and palette entry all come from the row.
+
+An action's `when` names a condition. Each condition is a property of the protocol of the
+one object that owns it (`Core`, `Cursor`, `Review`, `Draft` below); the list of conditions,
+what the screen compares each frame and WHEN all derive from those protocols. A new
+condition is one property there and its value on the owner (a reactive with
+`bindings=True` on a widget; a property of app/ui/availability.py's CoreState for core's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Literal, Protocol
 
 from textual.binding import Binding, BindingType
@@ -20,23 +27,21 @@ from textual.binding import Binding, BindingType
 Scope = Literal["app", "screen", "review", "diff", "prompt", "tree", "queue"]
 
 
-class State(Protocol):
-    """What availability depends on (the main screen provides it)."""
+class Core(Protocol):
+    """The conditions core objects own: the session shown, the variants, the LiveTree
+    (app/ui/availability.py reads them). Core is not reactive, so the screen compares these
+    each frame (`now`); the others are reactives that refresh the bindings themselves."""
 
     @property
-    def streaming(self) -> bool: ...
+    def streaming(self) -> bool: ...  # any variant: Esc stops them all
     @property
-    def hunk_open(self) -> bool: ...  # the hunk under the diff cursor can be decided
+    def has_variants(self) -> bool: ...  # a set of variants is on screen
     @property
-    def any_open(self) -> bool: ...
-    @property
-    def can_undo(self) -> bool: ...
+    def any_open(self) -> bool: ...  # the answer has a hunk still to decide
     @property
     def has_queue(self) -> bool: ...
     @property
-    def hunk_conflict(self) -> bool: ...  # the hunk under the cursor conflicts with the disk
-    @property
-    def any_accepted(self) -> bool: ...
+    def any_accepted(self) -> bool: ...  # in git, with an accepted hunk to stage
     @property
     def in_git(self) -> bool: ...
     @property
@@ -46,45 +51,64 @@ class State(Protocol):
     @property
     def asking(self) -> bool: ...  # an agent waits for an answer to a permission request
     @property
-    def has_variants(self) -> bool: ...  # a set of variants is on screen
-    @property
-    def line_mode(self) -> bool: ...  # the review picks single lines of the hunk
-    @property
-    def named(self) -> bool: ...  # the draft names a file that would join its request
-    @property
     def can_redo_rewind(self) -> bool: ...  # a rewind of files can be put back
 
 
-# Every condition the table can read, from the protocol itself: WHEN's functions take a State
-# (mypy holds them to its members), so what the key bar's refresh compares (`now`) cannot
-# leave one out.
-CONDITIONS: tuple[str, ...] = tuple(name for name, member in vars(State).items()
-                                    if isinstance(member, property))
+class Cursor(Protocol):
+    """The diff's hunk cursor (app/ui/widgets/diff_view.py), as reactives."""
+
+    @property
+    def hunk_open(self) -> bool: ...  # the hunk under the cursor can be decided
+    @property
+    def hunk_conflict(self) -> bool: ...  # the hunk under the cursor conflicts with the disk
+    @property
+    def line_mode(self) -> bool: ...  # the review picks single lines of the hunk
 
 
-def now(state: State) -> tuple[bool, ...]:
-    """Every condition, as it is now: when this changes, what is available may have."""
-    return tuple(getattr(state, name) for name in CONDITIONS)
+class Review(Protocol):
+    """The review pane's (app/ui/panes/review.py), as a reactive."""
+
+    @property
+    def can_undo(self) -> bool: ...  # an accept (this session's or the journal's) to undo
 
 
-WHEN: dict[str, Callable[[State], bool]] = {
-    "streaming": lambda s: s.streaming,
+class Draft(Protocol):
+    """The prompt's (app/ui/widgets/prompt.py), as a reactive."""
+
+    @property
+    def named(self) -> Sequence[str]: ...  # the files the draft names (they join its request)
+
+
+class State(Core, Cursor, Review, Draft, Protocol):
+    """Every condition an action's `when` can read, each from the one object that owns it
+    (app/ui/availability.py puts them together)."""
+
+
+def members(protocol: type) -> tuple[str, ...]:
+    """The conditions a protocol declares: its properties and its bases'."""
+    return tuple(name for cls in protocol.__mro__ for name, member in vars(cls).items()
+                 if isinstance(member, property))
+
+
+# The one list of conditions is the protocols': what the screen compares each frame (CORE),
+# the routing to each owner and WHEN below all derive from them, so none can be left out.
+CONDITIONS: tuple[str, ...] = members(State)
+CORE: tuple[str, ...] = members(Core)
+
+
+def now(core: Core) -> tuple[bool, ...]:
+    """Core's conditions, as they are now: when this changes, what is available may have."""
+    return tuple(getattr(core, name) for name in CORE)
+
+
+# An action's `when`: a condition by its own name, or one of the few that combine two
+# (written once, here; mypy holds them to State). The table's test checks every row's
+# `when` is one of these.
+WHEN: dict[str, Callable[[State], object]] = {
+    **{name: attrgetter(name) for name in CONDITIONS},
     "idle": lambda s: not s.streaming,
-    "hunk_open": lambda s: s.hunk_open,
     "whole_hunk": lambda s: s.hunk_open and not s.line_mode,
-    "lines": lambda s: s.line_mode,
     "lines_idle": lambda s: s.line_mode and not s.streaming,
-    "any_open": lambda s: s.any_open,
-    "can_undo": lambda s: s.can_undo,
-    "queue": lambda s: s.has_queue,
-    "conflict": lambda s: s.hunk_conflict,
-    "accepted": lambda s: s.any_accepted,
-    "git": lambda s: s.in_git,
-    "refused": lambda s: s.any_refused,
-    "failed": lambda s: s.failed,
-    "asking": lambda s: s.asking,
-    "variants": lambda s: s.has_variants,
-    "named": lambda s: s.named,
     "redo": lambda s: s.can_redo_rewind and not s.streaming,
 }
 
@@ -134,10 +158,10 @@ ACTIONS: tuple[Action, ...] = (
            "Accept hunk", when="whole_hunk", bar=1),
     # line mode's own keys (the key bar shows them while it is on): y takes what is marked ✓
     Action("pick_line", "space", "review", "pick_line", "Pick", "in line mode: pick / unpick "
-           "the line under the cursor (✓)", "Review", when="lines", bar=1),
+           "the line under the cursor (✓)", "Review", when="line_mode", bar=1),
     Action("accept_lines", "y", "review", "accept_lines", "Take picked", "in line mode: write "
            "the picked lines (a picked − line goes, a picked + line comes in, every other line "
-           "stays as on disk); with nothing picked it writes nothing", "Review", when="lines",
+           "stays as on disk); with nothing picked it writes nothing", "Review", when="line_mode",
            bar=1),
     Action("leave_lines", "escape", "review", "leave_lines", "Back", "leave line mode (the "
            "picks are dropped)", "Review", when="lines_idle", bar=1),
@@ -169,23 +193,23 @@ ACTIONS: tuple[Action, ...] = (
     Action("to_prompt", "tab", "review", "screen.focus_prompt", "Type", "back to the prompt (typing a "
            "letter that is not a review key starts a message too)", "Review", bar=1),
     Action("keep_mine", "m", "review", "keep_mine", "Keep mine", "a conflict: keep your "
-           "lines on disk, drop the proposal's", "Review", "Keep my version", when="conflict",
+           "lines on disk, drop the proposal's", "Review", "Keep my version", when="hunk_conflict",
            bar=1),
     Action("take_theirs", "T", "review", "take_theirs", "Take theirs", "a conflict: write "
            "the proposal over your lines (e edits a mix)", "Review", "Take the proposal",
-           when="conflict", bar=1),
+           when="hunk_conflict", bar=1),
     Action("retry", "r", "review", "retry", "Retry refused", "ask the model again for the "
            "edits that could not be applied, showing it the files as they are", "Review",
-           "Retry refused edits", when="refused", bar=1),
+           "Retry refused edits", when="any_refused", bar=1),
     # git
     Action("git_view", "d", "review", "cycle_view", "View", "the diff pane shows: pending "
            "changes / working tree vs HEAD / index vs HEAD", "Git", "Git view", bar=3),
     Action("stage", "S", "review", "stage", "Stage", "stage exactly the accepted hunks (like "
            "git add -p; your other changes stay unstaged)", "Git", "Stage accepted hunks",
-           when="accepted", bar=3),
+           when="any_accepted", bar=3),
     Action("commit", "C", "review", "commit", "Commit", "commit what is staged: type a message "
            "(Enter commits one line, Ctrl+J adds a line, Ctrl+S commits several) or let the "
-           "model propose one (Ctrl+G)", "Git", "Commit", when="git", bar=3),
+           "model propose one (Ctrl+G)", "Git", "Commit", when="in_git", bar=3),
     # files and queue
     Action("toggle_context", "c", "tree", "toggle_context", "Context ±", "add / remove the file from "
            "the model's context", "Files"),
@@ -194,7 +218,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("drop_queued", "delete,d,backspace", "queue", "drop_item", "Drop", "drop the queued "
            "message", "Queue"),
     Action("clear_queue", "", "screen", "screen.clear_queue", "Clear queue", "drop every queued "
-           "follow-up", "Queue", "Clear queue", when="queue"),
+           "follow-up", "Queue", "Clear queue", when="has_queue"),
     # anywhere
     Action("interrupt", "escape", "screen", "screen.interrupt", "Stop", "stop the model now",
            "App", "Interrupt", when="streaming", bar=1),
@@ -220,7 +244,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("focus_diff", "ctrl+d,ctrl+r", "screen", "screen.focus_diff", "Review", "go to the "
            "review (diff), keeping the draft", "App", "Focus diff", show=False, priority=True),
     Action("focus_queue", "ctrl+l", "screen", "screen.focus_queue", "Queue", "go to the queued "
-           "follow-ups", "App", "Focus queue", when="queue", show=False),
+           "follow-ups", "App", "Focus queue", when="has_queue", show=False),
     Action("raw", "w", "screen", "screen.toggle_raw", "Raw", "the conversation as the model wrote "
            "it (edit syntax and all) / with edit cards", "App", "Raw answer text", show=False),
     Action("focus_conversation", "ctrl+o", "screen", "screen.focus_conversation", "Conversation",
@@ -233,16 +257,16 @@ ACTIONS: tuple[Action, ...] = (
            bar=1),
     Action("next_variant", "right_square_bracket", "screen", "screen.next_variant", "Next variant",
            "show the next variant's answer and diff", "Variants", "Next variant",
-           when="variants", bar=1),
+           when="has_variants", bar=1),
     Action("prev_variant", "left_square_bracket", "screen", "screen.prev_variant", "Prev variant",
-           "show the previous variant", "Variants", "Previous variant", when="variants", show=False),
+           "show the previous variant", "Variants", "Previous variant", when="has_variants", show=False),
     Action("compare", "equals_sign", "screen", "screen.compare", "Compare", "the region under the "
            "diff's cursor as each variant writes it, side by side", "Variants", "Compare variants",
-           when="variants", bar=1),
+           when="has_variants", bar=1),
     Action("check_variants", "exclamation_mark", "screen", "screen.check_variants", "Check",
            "run the check command (steer --check CMD, or check in the config) on every finished "
            "variant, each in a throwaway git worktree; the tabs mark which passed", "Variants",
-           "Check the variants", when="variants"),
+           "Check the variants", when="has_variants"),
     Action("rewind", "ctrl+b", "screen", "screen.rewind", "Rewind", "rewind to before a turn "
            "(every turn is a checkpoint): the conversation, the files steer wrote, or both; redo",
            "App", "Rewind to before a turn", when="idle", show=False),
@@ -294,18 +318,20 @@ def bindings(scope: Scope) -> list[BindingType]:
             and a.id != "command_palette"]
 
 
+# the Textual action a binding runs ("accept_hunk", "screen.interrupt": its last part) ->
+# the `when` of its row; check_action asks once per binding each time the bindings refresh
+# (two rows that run the same action: the first that has a `when` decides)
+_WHEN_OF: dict[str, str] = {a.run.rsplit(".", 1)[-1]: a.when for a in reversed(ACTIONS) if a.when}
+
+
 def condition(run: str) -> str | None:
     """The WHEN condition of the action a binding runs (by its Textual action name)."""
-    name = run.rsplit(".", 1)[-1]
-    for a in ACTIONS:
-        if a.run.rsplit(".", 1)[-1] == name and a.when:
-            return a.when
-    return None
+    return _WHEN_OF.get(run.rsplit(".", 1)[-1])
 
 
 def available(run: str, state: State) -> bool:
     when = condition(run)
-    return True if when is None else WHEN[when](state)
+    return True if when is None else bool(WHEN[when](state))
 
 
 def key_names(keymap: dict[str, str] | None = None) -> dict[str, str]:

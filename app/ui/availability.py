@@ -1,54 +1,38 @@
-"""What the keys can do now: the action table's conditions (`actions.State`, app/ui/actions.py)
-read from the session, the review's cursor and the LiveTree. Bindings, the key bar and the
-palette ask it through `actions.available`; the main screen hands it to the review pane and
-tells it where the review is once it is mounted. Nothing here is cached: each condition is
-read from its owner when asked, and the screen compares all of them (`actions.now`) each
-frame, so the key bar follows a change whoever made it."""
+"""What the keys can do now: the action table's conditions (app/ui/actions.py), each read
+from the one object that owns it.
+
+`CoreState` holds the conditions core objects own (the session shown, the variants, the
+LiveTree): core is not reactive, so each is read from its owner when asked, and the screen
+compares them each frame (`actions.now`) to tell the key bar when one changed, whoever
+changed it (an answer, a decision, git opening, a worker, another variant shown).
+The other conditions are reactives with `bindings=True` on the widgets that own them (the
+diff's cursor, the review pane, the prompt): a change refreshes the bindings by itself.
+
+`Availability` puts them together for a `check_action` and the palette. It holds no
+condition of its own: it routes each name to its owner by the protocol that declares it, so
+each condition's value is written once, on its owner, and none is forwarded by hand. The
+screen's has every owner; the review pane builds its own from its reactives and core's
+(CoreState knows no pane), so no pane asks the screen's picture, which asks the pane back.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any
 
 from app.core.conversation import rewind
 from app.core.conversation.session import Session
 from app.core.edits.hunks import OPEN, HunkState
 from app.core.git.live_tree import LiveTree
 from app.core.variants.group import Variants
+from app.ui import actions
 
 
-class Cursor(Protocol):
-    """The review's side of it (app/ui/panes/review.py)."""
+class CoreState:
+    """The conditions of `actions.Core`, read from core's objects when asked."""
 
-    @property
-    def hunk_open(self) -> bool: ...
-    @property
-    def line_mode(self) -> bool: ...
-    @property
-    def hunk_conflict(self) -> bool: ...
-    @property
-    def can_undo(self) -> bool: ...
-
-
-class Draft(Protocol):
-    """The prompt's side of it (app/ui/widgets/prompt.py)."""
-
-    named: list[str]  # files the draft names
-
-
-class Availability:
     def __init__(self, variants: Variants, live: LiveTree) -> None:
         self.variants = variants
         self.live = live
-        self.review: Cursor | None = None  # None until the review is on screen
-        self.prompt: Draft | None = None  # likewise the prompt
-
-    @property
-    def can_redo_rewind(self) -> bool:
-        return rewind.can_redo(self.session)
-
-    @property
-    def named(self) -> bool:
-        return self.prompt is not None and bool(self.prompt.named)
 
     @property
     def session(self) -> Session:
@@ -56,19 +40,11 @@ class Availability:
 
     @property
     def streaming(self) -> bool:
-        return self.variants.streaming  # any variant: Esc stops them all
+        return self.variants.streaming
 
     @property
     def has_variants(self) -> bool:
         return self.variants.active
-
-    @property
-    def hunk_open(self) -> bool:
-        return self.review is not None and self.review.hunk_open
-
-    @property
-    def line_mode(self) -> bool:
-        return self.review is not None and self.review.line_mode
 
     @property
     def any_open(self) -> bool:
@@ -76,16 +52,8 @@ class Availability:
         return pending is not None and any(h.state in OPEN for h in pending.hunks)
 
     @property
-    def can_undo(self) -> bool:
-        return self.review is not None and self.review.can_undo
-
-    @property
     def has_queue(self) -> bool:
         return bool(self.session.queue)
-
-    @property
-    def hunk_conflict(self) -> bool:
-        return self.review is not None and self.review.hunk_conflict
 
     @property
     def any_accepted(self) -> bool:
@@ -108,3 +76,34 @@ class Availability:
     @property
     def asking(self) -> bool:
         return bool(self.session.agent.permissions)
+
+    @property
+    def can_redo_rewind(self) -> bool:
+        return rewind.can_redo(self.session)
+
+
+# condition -> the slot of Availability that holds its owner, from the protocols
+OWNER = {name: slot for slot, protocol in (
+    ("core", actions.Core), ("cursor", actions.Cursor), ("review", actions.Review),
+    ("draft", actions.Draft)) for name in actions.members(protocol)}
+
+
+class Availability:
+    """Every condition (an `actions.State`), read from its owner. An owner not given (not on
+    screen yet, or not one a widget's keys read) makes its conditions false."""
+
+    __slots__ = ("core", "cursor", "review", "draft")
+
+    def __init__(self, core: actions.Core | None = None, *, cursor: actions.Cursor | None = None,
+                 review: actions.Review | None = None, draft: actions.Draft | None = None) -> None:
+        self.core = core
+        self.cursor = cursor
+        self.review = review
+        self.draft = draft
+
+    def __getattr__(self, name: str) -> Any:  # only names that are not a slot come here
+        slot = OWNER.get(name)
+        if slot is None:
+            raise AttributeError(name)
+        owner = getattr(self, slot)
+        return False if owner is None else getattr(owner, name)

@@ -1,8 +1,8 @@
 """The main screen's half that decides where keys go (DESIGN rule 8), and only by the user:
 a focus move is always the answer to a key, a click or a palette entry, never to an answer
 starting or ending. The key bar says where keys go and what waits elsewhere with its key;
-the action table's conditions (app/ui/availability.py) say which keys do something now, and
-each frame tells the key bar when any of them changed.
+the action table's conditions (app/ui/availability.py) say which keys do something now: the
+widgets' own refresh the bindings as they change, and each frame compares core's.
 The main screen (app/ui/main_screen.py) composes the panes and routes the rest."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from textual.widget import Widget
 
 from app.core.conversation.session import Session
 from app.ui import actions
-from app.ui.availability import Availability
+from app.ui.availability import Availability, CoreState
 from app.ui.compat import FrameTickScreen
 from app.ui.panes.composer import Composer
 from app.ui.panes.conversation import ConversationPane
@@ -52,6 +52,7 @@ class KeysScreen(FrameTickScreen):
     # what the main screen sets up
     _ready: bool
     key_names: dict[str, str]
+    core_state: CoreState
     availability: Availability
     _tree_from: Widget | None
     _available: tuple[bool, ...] | None
@@ -143,11 +144,13 @@ class KeysScreen(FrameTickScreen):
     # -- availability (the action table's conditions: app/ui/availability.py) -------------
     def follow_availability(self) -> None:
         """Called each frame: tell the key bar when a condition of the action table changed,
-        whoever changed it (an answer, a decision, the cursor, git opening, a worker). Every
-        condition is compared (`actions.now`), so none can be missed; a frame that changed
-        none costs no walk over the bindings. State the widgets own (line mode, the view, a
-        paste in the prompt) refreshes on its own: reactives with `bindings=True`."""
-        available = actions.now(self.availability)
+        whoever changed it (an answer, a decision, git opening, a worker). The widgets'
+        conditions are reactives that refresh the bindings themselves; core is not reactive,
+        so its conditions are compared here, every one of them (`actions.now`: the list
+        is the protocol's), and the review reads again what core changed under its cursor.
+        A frame that changed none costs no walk over the bindings."""
+        self.review.reread()
+        available = actions.now(self.core_state)
         if available != self._available:
             self._available = available
             self.refresh_bindings()

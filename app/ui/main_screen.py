@@ -29,7 +29,7 @@ from app.core.listeners import Listeners
 from app.core.review.events import Arrived, Due
 from app.core.variants.group import SetChanged, Variants
 from app.ui import actions
-from app.ui.availability import Availability
+from app.ui.availability import Availability, CoreState
 from app.ui.compat import shutting_down
 from app.ui.dialogs import rewind
 from app.ui.gc_policy import AnswerGC
@@ -71,7 +71,8 @@ class MainScreen(KeysScreen):
         self.sync = FrameSync(session)
         self.live = LiveTree(session.ws, lambda: variants.session.pending,
                              session.changes.write_lock, variants)
-        self.availability = Availability(variants, self.live)
+        self.core_state = CoreState(variants, self.live)  # the conditions core owns
+        self.availability = Availability(self.core_state)  # every condition; the panes' on mount
         self._initial_context = list(context)
         self.watch_files = watch_files
         self.blink = blink  # snapshot tests turn the cursor blink off
@@ -80,7 +81,7 @@ class MainScreen(KeysScreen):
         self.gc = AnswerGC()
         self.branch = ""
         self._tree_from: Widget | None = None  # what had the keys when Ctrl+T showed the tree
-        self._available: tuple[bool, ...] | None = None  # the conditions the key bar last saw
+        self._available: tuple[bool, ...] | None = None  # core's conditions the key bar last saw
         self._leave: Callable[[], None] = lambda: None  # what stops hearing the variants
 
     @property
@@ -96,7 +97,7 @@ class MainScreen(KeysScreen):
         with Horizontal(id="main"):
             yield FilesPane(self.session.ws.root.name, self.live, follow_disk=self.watch_files,
                             id="left").data_bind(MainScreen.narrow)
-            yield ReviewPane(self.variants, self.live, self.availability, id="center")
+            yield ReviewPane(self.variants, self.live, self.core_state, id="center")
             yield ConversationPane(self.variants, self.welcome, id="side")
         yield Line(id="status")
         yield Composer(self.variants, self.key_names, blink=self.blink)
@@ -104,8 +105,9 @@ class MainScreen(KeysScreen):
 
     def on_mount(self) -> None:
         self._ready = True
-        self.availability.review = self.review
-        self.availability.prompt = self.composer.prompt
+        availability = self.availability
+        availability.cursor, availability.review = self.review.diff, self.review
+        availability.draft = self.composer.prompt
         self.review.set_keys(self.key_names)
         self._render_header()
         self.composer.add_each(list(self._initial_context), self.composer.render_context)
@@ -126,7 +128,7 @@ class MainScreen(KeysScreen):
     def on_unmount(self) -> None:
         self._ready = False
         self._leave()
-        self.availability.review = self.availability.prompt = None
+        self.availability.cursor = self.availability.review = self.availability.draft = None
 
     def _render_header(self) -> None:
         branch = f" · {self.branch}" if self.branch else ""

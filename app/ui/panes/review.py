@@ -40,6 +40,7 @@ from app.core.text.invisible import found
 from app.core.text.plural import plural
 from app.core.variants.group import Variants
 from app.ui import actions
+from app.ui.availability import Availability
 from app.ui.compat import alive
 from app.ui.dialogs.hunk_editor import HunkEditor
 from app.ui.dialogs.reject_reason import RejectReason
@@ -62,9 +63,9 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
     ReviewPane > #variant-tabs { display: none; }
     """
 
-    # what the diff shows: a git view decides nothing, so the hunk keys go (the key bar too)
-    view: var[View] = var("pending", bindings=True)
-    undoable: var[bool] = var(False, bindings=True)  # the journal holds an accept to undo
+    view: var[View] = var("pending")  # what the diff shows: the pending diff, or git's picture
+    # the action table's condition the pane owns (actions.Review): a change refreshes the bindings
+    can_undo: var[bool] = var(False, bindings=True)
 
     diff = getters.query_one(DiffView)
     heading = getters.query_one("#diff-title", Line)
@@ -82,12 +83,14 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
 
         path: str
 
-    def __init__(self, variants: Variants, live: LiveTree, state: actions.State, *,
+    def __init__(self, variants: Variants, live: LiveTree, core: actions.Core, *,
                  id: str | None = None) -> None:
         super().__init__(id=id)
         self.variants = variants
         self.live = live
-        self.state = state  # what the action table's conditions read (the screen's)
+        # what the keys read: the pane's own reactives, its diff's cursor and core's conditions
+        self.conditions = Availability(core, review=self)
+        self._journal_undo = False  # the journal holds an accept to undo (read in a thread)
         self.selected: str | None = None
         self.follow = True  # the diff follows the file being streamed until the user navigates
         self._elsewhere = ""  # where the answer writes, when the review is not following it
@@ -100,7 +103,9 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
     def compose(self) -> ComposeResult:
         yield Line(HEADS["pending"], id="diff-title", classes="pane-title")
         yield Line(id="variant-tabs", classes="pane-title")
-        yield DiffView(id="diff")
+        diff = DiffView(id="diff")
+        self.conditions.cursor = diff
+        yield diff
         yield LinePreview(id="line-preview")
 
     def on_mount(self) -> None:
@@ -111,29 +116,24 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
         return self
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The action table decides, with the screen's state (what is open, streaming...)."""
-        return actions.available(action, self.state)
+        """The action table decides, reading the pane's conditions and core's."""
+        return actions.available(action, self.conditions)
 
-    # -- what the screen and the availability read ----------------------------------------
-    @property
-    def line_mode(self) -> bool:
-        return self.diff.line_mode
+    def watch_view(self, view: View) -> None:
+        self.diff.decides = view == "pending"  # (its hunk keys go at once, the key bar's too)
 
-    @property
-    def hunk_open(self) -> bool:
-        h = self.diff.hunk
-        return self.view == "pending" and h is not None and h.state in OPEN
+    # -- the conditions the keys read -------------------------------------------------------
+    def reread(self) -> None:
+        """Each frame: what core changed without telling (it is not reactive) and the keys
+        read: the state of the hunk under the cursor, and an accept of the session to undo."""
+        self.diff.read_cursor()
+        self._read_undo()
 
-    @property
-    def hunk_conflict(self) -> bool:
-        h = self.diff.hunk
-        return (self.view == "pending" and h is not None and h.state == HunkState.CONFLICT
-                and h.ancestor is not None)
-
-    @property
-    def can_undo(self) -> bool:
+    def _read_undo(self) -> None:
         review = self.session.review
-        return self.undoable or (review is not None and review.can_undo)
+        can_undo = self._journal_undo or (review is not None and review.can_undo)
+        if can_undo != self.can_undo:  # (as in DiffView.read_cursor: a read is cheaper)
+            self.can_undo = can_undo
 
     def first_open_hunk(self) -> Hunk | None:
         """The answer's first open hunk (where the review starts)."""
@@ -361,14 +361,16 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
 
     def action_keep_mine(self) -> None:
         h, review = self.diff.hunk, self.session.review
-        if h is not None and review is not None and self.hunk_conflict:
+        self.diff.read_cursor()  # as it is now: core may have changed it since the last frame
+        if h is not None and review is not None and self.diff.hunk_conflict:
             review.take_mine(h.id)
             self.post_message(SessionChanged(force_status=False))
             self._advance()
 
     async def action_take_theirs(self) -> None:
         h, review = self.diff.hunk, self.session.review
-        if h is not None and review is not None and self.hunk_conflict:
+        self.diff.read_cursor()  # (as in keep_mine)
+        if h is not None and review is not None and self.diff.hunk_conflict:
             await self._carry_out(review.plan_theirs(h.id))
             self._advance()
 
@@ -432,7 +434,8 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
             self.notify(msg, severity="warning", timeout=6)
         if out.accepted:
             self.notify(f"accepted {plural(len(out.accepted), 'hunk')} → {', '.join(out.written)}", timeout=2)
-            self.undoable = True
+            self._journal_undo = True
+            self._read_undo()
             self.run_worker(self.check_undo(), group="undo", exclusive=True)
         self.post_message(SessionChanged())  # its frame tells the key bar (a conflict now: m / T)
         return out
@@ -476,7 +479,8 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
         except (UndoRefused, OSError):
             label = ""
         if alive(self):
-            self.undoable = bool(label)
+            self._journal_undo = bool(label)
+            self._read_undo()
             self.post_message(self.UndoChanged(label))
 
     async def _recover(self) -> None:

@@ -1,48 +1,36 @@
-"""The diff pane: one file's pending diff, rendered row by row (Textual's line API).
+"""The diff pane: one file's pending diff (or git's picture of it), row by row (Textual's
+line API), with a hunk cursor and, in line mode, a line cursor.
 
-Rows come from core.layout (cached per hunk, extended while a hunk streams); each visible row
-becomes a Strip cached under everything that decides its look, so a frame re-renders only
-rows that changed. Complete hunks are syntax-highlighted with pygments; streaming ones are
-shown plain until they complete. Every text a row shows (a path, a line of a file, a note)
-is outside text: it goes through app/view/outside_text.py (escapes for what a terminal would
-obey, tabs expanded), which costs a clean line one regex search.
+Rows come from the file's layout (app/view/layout.py: cached per hunk, extended while a
+hunk streams). This module holds what the pane shows and where: the file, the rows' scroll
+range (grown in steps while a hunk streams), the cursors and their keys, following the hunk
+being streamed, sideways scrolling, and the action table's conditions the cursor owns.
+How a row is drawn (strips, colours, highlighting off the loop) is its base's, in
+diff_rows.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.segment import Segment
-from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import var
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 
 from app.core.edits.file_diff import FileDiff
-from app.core.edits.hunks import Hunk, HunkState
+from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.review.review import line_rows
-from app.core.text.plural import plural
 from app.ui.actions import bindings, key_names, review_keys
 from app.ui.compat import set_virtual_size
-from app.ui.widgets.highlight import Highlighter
-from app.view.layout import TAB, FileLayout, Row, shown
-from app.view.outside_text import clean, segments, visible
-from app.view.status import clip, clip_segments
+from app.ui.widgets.diff_rows import GUTTER, STATE_LABEL, DiffRows, first_change
+from app.view.layout import FileLayout, Row
 
-GUTTER = 12  # "12345 12345 " old and new line numbers
 GROW = 64  # while following a streaming hunk, the scroll range grows this many rows at a time
-STATE_LABEL = {
-    HunkState.STREAMING: "streaming", HunkState.PENDING: "pending", HunkState.ACCEPTED: "accepted",
-    HunkState.REJECTED: "rejected", HunkState.CONFLICT: "conflict", HunkState.STALE: "stale",
-    HunkState.SUPERSEDED: "superseded",
-}
 
 
-class DiffView(ScrollView, can_focus=True):
+class DiffView(DiffRows, can_focus=True):
     """Shows one FileDiff; keeps a hunk cursor (its own keys: the action table's "diff"
     scope) and, in line mode, a line cursor. What is decided on the hunk under the cursor
     is the review pane's (app/ui/panes/review.py)."""
@@ -99,7 +87,12 @@ class DiffView(ScrollView, can_focus=True):
     class ModeChanged(Message):
         """Line mode or the view changed: the review says so in the pane's title."""
 
-    line_mode: var[bool] = var(False, bindings=True)  # the key bar follows it
+    # the action table's conditions the cursor owns (actions.Cursor): a change refreshes the
+    # bindings, so the key bar follows at once
+    hunk_open: var[bool] = var(False, bindings=True)
+    hunk_conflict: var[bool] = var(False, bindings=True)
+    line_mode: var[bool] = var(False, bindings=True)
+    decides: var[bool] = var(True)  # the review shows the pending diff (a git view decides nothing)
     side_by_side: var[bool] = var(False)
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -113,14 +106,8 @@ class DiffView(ScrollView, can_focus=True):
         self.cursor_id: int | None = None
         self.line_cursor = 0
         self.picked: set[int] = set()
-        self.syntax = "monokai"
         self.message = "Nothing pending yet."  # the conversation pane says how to ask
-        self._cache: dict[tuple, Strip] = {}
         self._hunk_rows: dict[int, int] = {}  # hunk id -> index of its header row
-        self._style_of: dict[str, Style] = {}  # component styles, resolved once per theme
-        self._highlighter: Highlighter | None = None
-        self._unlit: list[str] = []  # lines drawn plain this frame: their colours are coming
-        self._lighting = 0  # highlight workers running
         self.following = False  # the view follows a streaming hunk
         self.hscroll = 0  # columns of code scrolled off to the left (long lines)
 
@@ -197,23 +184,29 @@ class DiffView(ScrollView, can_focus=True):
                 self.refresh_lines(a, b - a)
         elif first < max(old_len, len(rows)):
             self.refresh_lines(first, max(old_len, len(rows)) - first + 1)
+        if not self.following:  # (following, the cursor moves on next: the frame reads it then)
+            self.read_cursor()
+
+    def read_cursor(self) -> None:
+        """What the hunk under the cursor lets the review do. Called wherever the cursor or
+        the hunks move; a hunk's state is core's, which tells no one (it is not reactive), so
+        the review calls it each frame too: an unchanged value is only compared (a set of a
+        reactive costs several times a read, every frame)."""
+        h = self.hunk if self.decides else None
+        hunk_open = h is not None and h.state in OPEN
+        conflict = h is not None and h.state == HunkState.CONFLICT and h.ancestor is not None
+        if hunk_open != self.hunk_open:
+            self.hunk_open = hunk_open
+        if conflict != self.hunk_conflict:
+            self.hunk_conflict = conflict
+
+    def watch_decides(self) -> None:
+        self.read_cursor()
 
     def on_mount(self) -> None:
         # each theme carries its syntax style; the signal fires once the theme is applied
         self.set_syntax(self.app.current_theme)
         self.app.theme_changed_signal.subscribe(self, self.set_syntax)
-
-    def set_syntax(self, theme) -> None:
-        name = theme.variables.get("syntax", "monokai")
-        if name != self.syntax:
-            self.syntax = name
-            self._cache.clear()
-            self.refresh()
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._cache.clear()
-        self._style_of.clear()
 
     # -- cursor ----------------------------------------------------------------------------
     def _move(self, step: int) -> None:
@@ -248,6 +241,7 @@ class DiffView(ScrollView, can_focus=True):
         self.cursor_id = hunk_id
         self.line_mode = False
         self.picked.clear()
+        self.read_cursor()
         self.refresh()
         self.scroll_to_hunk()
         if sideways:
@@ -391,204 +385,3 @@ class DiffView(ScrollView, can_focus=True):
 
     def toggle_side_by_side(self) -> None:
         self.side_by_side = not self.side_by_side
-
-    # -- rendering -------------------------------------------------------------------------
-    def render_line(self, y: int) -> Strip:
-        i = int(self.scroll_offset.y) + y
-        width = self.scrollable_content_region.width
-        if i >= len(self.rows):
-            return Strip.blank(width, self._style(""))
-        row = self.rows[i]
-        h = row.hunk
-        current = h is not None and h.id == self.cursor_id
-        line_cur = picked = False
-        if current and self.line_mode and row.index >= 0:
-            line_cur = row.index == self.line_cursor
-            picked = row.index in self.picked
-        state = h.state if h is not None else None
-        key = (row, width, current, line_cur, picked, state, self.side_by_side, self.syntax, self.hscroll,
-               len(h.new) if h is not None and row.kind == "hunk" else 0,
-               h.incomplete if h is not None else None, h.note if h is not None else None,
-               h.warning if h is not None else None)
-        strip = self._cache.get(key)
-        if strip is None:
-            unlit = len(self._unlit)
-            strip = self._render_row(row, width, current, line_cur, picked)
-            if len(self._unlit) > unlit:  # drawn plain for now: not kept
-                return strip
-            if len(self._cache) > 4000:
-                self._cache.clear()
-            self._cache[key] = strip
-        return strip
-
-    def _style(self, name: str) -> Style:
-        style = self._style_of.get(name)
-        if style is None:
-            style = self._style_of[name] = (
-                self.rich_style if name == "" else self.get_component_rich_style(f"diffview--{name}"))
-        return style
-
-    @staticmethod
-    def hunk_label(h: Hunk) -> str:
-        """A hunk's state as its header says it, with its flags."""
-        label = STATE_LABEL[h.state]
-        if h.incomplete:
-            label += " · incomplete: the answer stopped inside it"
-        if h.warning and h.state != HunkState.ACCEPTED:
-            label += f" · ⚠ {h.warning}: not in accept all, y accepts it"
-        return label
-
-    def _render_row(self, row: Row, width: int, current: bool, line_cur: bool, picked: bool) -> Strip:
-        base = self._style("")
-        kind = row.kind
-        if kind == "file":
-            style = self._style("file")
-            return Strip(clip_segments(_line(f" {row.text}", style, one_line=True), width)
-                         ).crop_extend(0, width, style)
-        if kind == "note":
-            if row.hunk is not None:  # a hunk's own note, under its header
-                style = self._style(row.hunk.state.value)
-                note = clip_segments(_line(f"↳ {row.text}", style, one_line=True),
-                                     width - GUTTER - 2)
-                return Strip([Segment(" " * (GUTTER + 2), base), *note]).crop_extend(0, width, base)
-            return Strip(clip_segments(_line(f" {row.text}", self._style("note"), one_line=True),
-                                       width)).crop_extend(0, width, base)
-        if kind == "gap":
-            text = f"{'':>{GUTTER}}   ⋯ {row.text}"
-            return Strip(_line(text, self._style("gap"))).crop_extend(0, width, base)
-        h = row.hunk
-        bar = Segment("▌" if current else " ", self._style("cursor") if current else base)
-        if kind == "hunk":
-            assert h is not None
-            label = self.hunk_label(h)
-            style = self._style(h.state.value)
-            if h.state == HunkState.STREAMING:
-                text = f" #{h.id} {label}   at line {h.base_start + 1} · {plural(len(h.new), 'new line')} so far"
-            elif h.state == HunkState.CONFLICT and h.ancestor is not None:
-                text = (f" #{h.id} conflict at line {h.base_start + 1}:  − your lines on disk   "
-                        "+ the proposal   (m keeps yours · T takes the proposal · e edits)")
-            elif self.fd is not None and self.fd.created and not h.old:
-                text = f" #{h.id} {label}   new file · {len(h.new)} lines"
-            elif self.fd is not None and self.fd.deleted and not h.new and h.old == self.fd.base.lines:
-                text = f" #{h.id} {label}   deletes the file · {len(h.old)} lines"
-            else:
-                text = (f" #{h.id} {label}   -{h.base_start + 1},{h.base_end - h.base_start} "
-                        f"+{row.new_no},{len(shown(h))}")
-            head = self._style("cursor") + style if current else style
-            text = clip(text, width - 1 - GUTTER)
-            return Strip([bar, Segment(" " * GUTTER, base), Segment(text, head)]).extend_cell_length(
-                width, head if current else base)
-        if kind == "pair":
-            half = max(10, (width - 1) // 2)
-            left = self._half(row, row.text, row.old_no,
-                              "del" if row.index >= 0 else ("ctx" if row.right_kind == "ctx" else ""), half - 1)
-            right = self._half(row, row.right or "", row.new_no,
-                               row.right_kind if row.right is not None else "", width - half - 1)
-            return Strip([bar, *left, Segment("│", self._style("gutter")), *right]).crop_extend(0, width, base)
-        rejected = h is not None and h.state in (HunkState.REJECTED, HunkState.SUPERSEDED)
-        style = self._style("gap") if rejected else self._style(kind)  # out of the picture
-        if picked:
-            style = style + self._style("picked")
-        gutter = f"{_no(row.old_no)} {_no(row.new_no)} "
-        sign = {"del": "-", "add": "+"}.get(kind, " ")
-        if picked:
-            sign = "✓"
-        segs = [bar, Segment(gutter, self._style("gutter")), Segment(f"{sign} ", style)]
-        code = _line(row.text, style) if rejected else self._code(row, row.text, style)
-        fill = style if kind in ("del", "add") and not rejected else base
-        segs += self._fit(code, width - (1 + GUTTER + 2), fill)
-        strip = Strip(segs).crop_extend(0, width, fill)
-        if line_cur:
-            strip = strip.apply_style(self._style("line-cursor"))
-        return strip
-
-    def _half(self, row: Row, text: str, no: int | None, kind: str, width: int) -> list[Segment]:
-        if not kind:
-            return [Segment(" " * width, self._style(""))]
-        style = self._style(kind)
-        fill = style if kind != "ctx" else self._style("")
-        segs = [Segment(f"{_no(no)} ", self._style("gutter")),
-                *self._fit(self._code(row, text, style), width - 6, fill)]
-        return list(Strip(segs).crop_extend(0, width, fill))
-
-    def _fit(self, code: list[Segment], width: int, fill: Style) -> list[Segment]:
-        """Code (as shown: escapes, tabs expanded) into `width` cells, scrolled by the
-        horizontal offset, and an ellipsis where the line goes on past an edge."""
-        strip = Strip(code)
-        n, x = strip.cell_length, self.hscroll
-        if width <= 2:
-            return list(strip.crop_extend(0, max(0, width), fill))
-        shown = strip.crop_extend(x, x + width, fill)
-        more = self._style("gap")
-        if n > x + width:
-            shown = Strip([*shown.crop(0, width - 1), Segment("…", more)])
-        if x > 0 and n > 0:
-            shown = Strip([Segment("…", more), *shown.crop(1, width)])
-        return list(shown)
-
-    def _code(self, row: Row, text: str, style: Style) -> list[Segment]:
-        h = row.hunk
-        if self.path is None or (h is not None and h.state == HunkState.STREAMING):
-            return _line(text, style)  # highlighted once the hunk is complete
-        hl = self._highlighter
-        if hl is None or hl.theme_name != self.syntax:
-            hl = self._highlighter = Highlighter(self.path, self.syntax)
-        tokens = hl.tokens(text)
-        if tokens is None:
-            if not self._unlit:
-                self.call_after_refresh(self._light)
-            self._unlit.append(text)
-            return _line(text, style)
-        if clean(text):
-            return [Segment(t, style + s) for t, s in tokens]
-        return segments([(t, style + s) for t, s in tokens], tabs=TAB)
-
-    def _light(self) -> None:
-        """Lex the lines drawn plain in a thread, then redraw them in colour."""
-        texts, self._unlit = self._unlit, []
-        hl = self._highlighter
-        if hl is None or not texts:
-            return
-
-        def work() -> None:
-            hl.lex(texts)
-            self.app.call_from_thread(self._lit)
-
-        self._lighting += 1
-        self.run_worker(work, thread=True, group="highlight")
-
-    def _lit(self) -> None:
-        self._lighting -= 1
-        self.refresh()
-
-    @property
-    def highlighting(self) -> bool:
-        """Colours are still coming for lines on screen."""
-        return bool(self._unlit) or self._lighting > 0
-
-
-def _line(text: str, style: Style, *, one_line: bool = False) -> list[Segment]:
-    """One row's outside text in one style, as shown: a line of a file with its tabs
-    expanded, or (`one_line`) a path or a message with tabs and newlines as escapes."""
-    if one_line:
-        return segments([(text, style)], tabs=None)
-    return [Segment(text, style)] if clean(text) else segments([(text, style)], tabs=TAB)
-
-
-def first_change(old: list[str], new: list[str]) -> int:
-    """The first column (as shown: tabs expanded, escapes) where the hunk's old and new
-    lines differ."""
-    if not old or not new:
-        return 0
-    cols = []
-    for a, b in zip(old, new, strict=False):
-        a, b = visible(a, tabs=TAB), visible(b, tabs=TAB)
-        i = 0
-        while i < len(a) and i < len(b) and a[i] == b[i]:
-            i += 1
-        cols.append(i)
-    return min(cols)
-
-
-def _no(n: int | None) -> str:
-    return f"{n:>5}" if n is not None else "     "

@@ -45,10 +45,22 @@ class KeyBar(Widget):
         self.labels: dict[str, str] = {}  # action id -> its label now ("Undo lines of #3")
         self._text = Text()
         self._spots: list[tuple[int, int, DOMNode, str]] = []  # x1, x2, namespace, action
+        self._due = False  # an update is queued: the bindings changed since the last one
 
     def on_mount(self) -> None:
-        self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.update())
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed, immediate=True)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.update(force=True))
+        self.update()
+
+    def _bindings_changed(self, _screen: object) -> None:
+        """Several conditions that change in one go (a decision: the hunk, the file, undo)
+        each refresh the bindings; the bar walks them once, after the handler that did it."""
+        if not self._due:
+            self._due = True
+            self.call_next(self._update_due)
+
+    def _update_due(self) -> None:
+        self._due = False
         self.update()
 
     def on_resize(self) -> None:

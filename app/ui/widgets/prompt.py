@@ -23,7 +23,9 @@ from textual.suggester import Suggester
 from textual.widgets import Input
 from textual.widgets.input import Selection
 
+from app.ui import actions
 from app.ui.actions import bindings
+from app.ui.availability import Availability
 from app.ui.compat import paste_text
 from app.view.outside_text import ESCAPE_STYLE, has_hidden, one_for_one
 from app.view.pastes import Paste, Pastes, TooLarge, collapses, normalized
@@ -134,6 +136,7 @@ class PromptInput(Input):
         super().__init__(placeholder="Ask for a change…  (@path adds a file, Enter sends, "
                          "Tab queues or reviews, Esc stops)", id=id, select_on_focus=False)
         self.cursor_blink = blink
+        self.conditions = Availability(draft=self)  # what its keys' `when` reads: its own
         self.files: list[str] = []
         self.suggester = _PrefixSuggester(self)
         self.completion: str | None = None  # best @path match for the token being typed
@@ -246,9 +249,8 @@ class PromptInput(Input):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "expand_paste":  # listed only while the prompt holds a paste
             return True if self.pastes.spans(self.value) else None
-        if action == "drop_named":  # listed only while the draft names a file
-            return True if self.named else None
-        return True
+        # the table's `when` (drop_named: while the draft names a file), read from the prompt
+        return True if actions.available(action, self.conditions) else None
 
     def action_drop_named(self) -> None:
         if self.named:

@@ -4,15 +4,14 @@ end (cards change in place).
 
 Written for a live answer at any rate: text arrives once per frame; only the last block is
 re-rendered (a paragraph of Markdown, or the last line of plain text), only the rows that
-changed are refreshed, and rows already on screen keep their strips. Markdown is rendered
-per block with rich (markdown-it underneath) rather than with Textual's Markdown widget:
-that widget mounts a widget per block, and every mount is a layout pass of the whole screen
-(30-50 ms here), a few per second at full speed — the frame budget cannot hold with it.
+changed are refreshed, and rows already on screen keep their strips. This module holds the
+list of blocks and their rows, tail mode and scrolling, the card cursor and drawing the rows
+on screen; what a block is and how it is drawn (wrapping, Markdown, cards; the outside-text
+boundary) is in stream_blocks.py.
 
 Every text here but steer's own words is outside text (the model's prose and raw answer, an
-agent's plan and tool titles, paths on cards, error messages): each block is drawn through
-app/view/outside_text.py, so nothing in it reaches the terminal as a control sequence or is
-read as markup, and a clean block pays one regex search for it.
+agent's plan and tool titles, paths on cards, error messages): it is drawn through
+app/view/outside_text.py, and `text` gives it back as that boundary shows it.
 
 Before the first message the pane is not blank: it shows the welcome the screen gives it
 (`welcome`: how to ask, review and stop, which model answers), until the first block.
@@ -20,30 +19,24 @@ Before the first message the pane is not blank: it shows the welcome the screen 
 
 from __future__ import annotations
 
-import io
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from rich.cells import cell_len
-from rich.console import Console
-from rich.segment import Segment
-from rich.style import Style
-from rich.theme import Theme
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.ui.compat import markdown, set_virtual_size
+from app.ui.themes import SYNTAX_FALLBACK
+from app.ui.widgets.stream_blocks import Block, StreamBlocks
 from app.ui.widgets.welcome import STYLES as WELCOME_STYLES
 from app.ui.widgets.welcome import welcome_strips
 from app.view.cards import STYLES as CARD_STYLES
 from app.view.layout import TAB
-from app.view.outside_text import clean, for_markdown, name, segments, unmark, visible
-from app.view.status import clip_segments
+from app.view.outside_text import name, visible
 from app.view.welcome import Row as WelcomeRow
 
 STYLES = ("text", "user", "sep", "error", "dim", "md-code", "card-cursor", *CARD_STYLES,
@@ -53,70 +46,7 @@ KEEP_ABOVE = 3  # screens of rows above the view that keep their rendered strips
 FENCE_MARKS = ("```", "~~~")
 
 
-def _wrap(line: str, width: int) -> list[tuple[int, int]]:
-    """(start, end) character spans of `line` cut to `width` cells, after the last space of
-    a row where there is one (prose reads as words), mid-word only where there is none. A
-    row may run past the width by the spaces it ends with; they are cropped when drawn."""
-    if width <= 0:
-        return [(0, len(line))]
-    if line.isascii():
-        spans, start, n = [], 0, len(line)
-        while n - start > width:
-            cut = line.rfind(" ", start + 1, start + width + 1)
-            end = cut + 1 if cut > 0 else start + width
-            spans.append((start, end))
-            start = end
-        if start < n or not spans:
-            spans.append((start, n))
-        return spans
-    spans, start, cells, space = [], 0, 0, -1
-    for i, ch in enumerate(line):
-        w = cell_len(ch)
-        if cells + w > width and i > start and ch != " ":
-            end = space + 1 if space > start else i
-            spans.append((start, end))
-            cells = cell_len(line[end:i])
-            start, space = end, -1
-        if ch == " ":
-            space = i
-        cells += w
-    spans.append((start, len(line)))
-    return spans
-
-
-@dataclass(eq=False)
-class Block:
-    kind: str  # plain (one line of text) | md (a Markdown paragraph) | card (one line)
-    text: str = ""
-    style: str = "text"
-    tail: str = ""  # md: the answer's prose not yet final, drawn after `text`
-    key: int | None = None  # card
-    closed: bool = False  # md: a later block started; plain: its line ended
-    fenced: bool = False  # md: inside a ``` code block
-    _strips: list[Strip] | None = field(default=None, repr=False)  # rendered, at the width
-    # rows it had when its strips were let go, far above the view (they come back rendered
-    # when scrolled to); None: its height is its strips'
-    height: int | None = None
-
-    @property
-    def strips(self) -> list[Strip] | None:
-        return self._strips
-
-    @strips.setter
-    def strips(self, strips: list[Strip] | None) -> None:
-        self._strips, self.height = strips, None  # a change: the height is the new strips'
-
-    def rows(self) -> int | None:
-        """Its height when known without rendering it."""
-        return len(self._strips) if self._strips is not None else self.height
-
-    def evict(self) -> None:
-        if self._strips is not None:
-            rows = len(self._strips)
-            self._strips, self.height = None, rows
-
-
-class StreamView(ScrollView, can_focus=True):
+class StreamView(StreamBlocks, can_focus=True):
     """Two modes. Tail (the default): the view shows the end, drawn from a top row of its
     own with no scrolling at all, because in Textual every scroll re-arranges the whole
     screen and a stream scrolls every frame. The top row moves in jumps: when the text
@@ -177,9 +107,6 @@ class StreamView(ScrollView, can_focus=True):
         self._height = 0
         self._top = 0  # tail mode: the first row shown
         self._recent: deque[tuple[float, int]] = deque()  # (when, rows added): the row rate
-        self._style_of: dict[str, Style] = {}  # component styles, resolved once per theme
-        self._syntax = "monokai"
-        self._theme: Theme | None = None  # Markdown styles from the pane's component classes
         self.card_cursor: int | None = None  # the card j/k moved to (its key)
         self.tail = True
         self.add_class("-tail")
@@ -397,67 +324,6 @@ class StreamView(ScrollView, can_focus=True):
             i += 1
         self._kept = i
 
-    # -- rendering a block -----------------------------------------------------------------
-    def _style(self, name: str) -> Style:
-        style = self._style_of.get(name)
-        if style is None:
-            style = self._style_of[name] = (
-                self.rich_style if name == "" else self.get_component_rich_style(f"streamview--{name}"))
-        return style
-
-    def _render_block(self, b: Block) -> list[Strip]:
-        width = max(1, self._width or 80)
-        base = self._style("")
-        if b.kind == "card":
-            style = base + self._style(b.style)
-            if b.key == self.card_cursor:
-                style = style + self._style("card-cursor")
-            return [Strip(clip_segments(segments([(b.text, style)], tabs=None), width)
-                          ).crop_extend(0, width, style)]
-        if b.kind == "plain":
-            style = base + self._style(b.style)
-            line = b.text
-            if clean(line):
-                return [Strip([Segment(line[s:e], style)], e - s if line.isascii() else None
-                              ).crop_extend(0, width, base) for s, e in _wrap(line, width)]
-            segs = segments([(line, style)], tabs=TAB)  # escapes dimmed, tabs expanded
-            line = "".join(seg.text for seg in segs)
-            spans = _wrap(line, width)
-            cuts = [cell_len(line[:e]) for _, e in spans]
-            cuts[-1] += 1  # (a zero-width mark at the very end stays on the last row)
-            rows = Segment.divide(segs, cuts)
-            return [Strip(row).crop_extend(0, width, base) for row in rows]
-        source = (b.text + b.tail).rstrip("\n")
-        if not source.strip():
-            return []
-        strips = self._markdown(source, width, base)
-        if b.closed:  # a finished paragraph keeps a blank line after it, as Markdown reads
-            strips.append(Strip.blank(width, base))
-        return strips
-
-    def _markdown(self, source: str, width: int, base: Style) -> list[Strip]:
-        console = Console(width=width, file=io.StringIO(), force_terminal=True,
-                          color_system="truecolor", theme=self._md_theme(), legacy_windows=False)
-        source, marked = for_markdown(source, tabs=TAB)  # escapes as look-alikes, tabs expanded
-        md = markdown(source, self._syntax)
-        lines = console.render_lines(md, console.options.update(width=width), style=base,
-                                     pad=True)
-        return [Strip(unmark(line) if marked else line).crop_extend(0, width, base) for line in lines]
-
-    def _md_theme(self) -> Theme:
-        if self._theme is not None:
-            return self._theme
-        code = self._style("md-code")
-        text = self._style("text")
-        theme = Theme({"markdown.code": code, "markdown.code_block": text,
-                      "markdown.paragraph": text, "markdown.text": text,
-                      "markdown.h1": Style(bold=True) + text, "markdown.h2": Style(bold=True) + text,
-                      "markdown.h3": Style(bold=True) + text, "markdown.item.bullet": code,
-                      "markdown.item.number": code, "markdown.link": code,
-                      "markdown.block_quote": self._style("dim")}, inherit=True)
-        self._theme = theme
-        return theme
-
     def set_syntax(self, name: str) -> None:
         if name != self._syntax:
             self._syntax = name
@@ -564,9 +430,9 @@ class StreamView(ScrollView, can_focus=True):
     def on_mount(self) -> None:
         markdown("warm *up*", self._syntax)  # the parser's rules compile now, not mid-answer
         # code blocks in the prose take the theme's syntax style, as the diff pane does
-        self.set_syntax(self.app.current_theme.variables.get("syntax", "monokai"))
+        self.set_syntax(self.app.current_theme.variables.get("syntax", SYNTAX_FALLBACK))
         self.app.theme_changed_signal.subscribe(
-            self, lambda theme: self.set_syntax(theme.variables.get("syntax", "monokai")))
+            self, lambda theme: self.set_syntax(theme.variables.get("syntax", SYNTAX_FALLBACK)))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
