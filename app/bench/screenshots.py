@@ -203,11 +203,20 @@ async def _three_variants(pilot: Pilot) -> None:
     await until(pilot, lambda: app.focused is diff)
     await pilot.press("right_square_bracket")  # variant 2: its add() is taken
     await until(pilot, lambda: diff.hunk is not None)
+    told: list[str] = []  # what the app said: its accept toast lives 2 s, which a loaded
+    real_notify = app.notify  # machine can let pass before a poll sees it drawn
+
+    def notify(message: str, *args, **kwargs) -> None:
+        told.append(str(message))
+        real_notify(message, *args, **kwargs)
+    app.notify = notify  # type: ignore[method-assign]
     await pilot.press("y")
     await until(pilot, lambda: "float" in (app.ws.root / "calc.py").read_text())
-    # its toast ("accepted…") shown, then gone: a dialog later is drawn over a screen
+    # its toast ("accepted…") said, then gone: a dialog later is drawn over a screen
     # without it, every time
-    await until(pilot, lambda: bool(app.screen.query("Toast")))
+    await until(pilot, lambda: any(m.startswith("accepted") for m in told))
+    await pilot.pause()  # the toast's message handled
+    app.notify = real_notify  # type: ignore[method-assign]
     app.clear_notifications()
     await until(pilot, lambda: not app.screen.query("Toast"))
     await pilot.press("left_square_bracket")  # back to variant 1: its add() gave way
