@@ -3,6 +3,7 @@ through the real parser and pending diff in chunks of any size."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -10,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,13 +22,25 @@ from app.bench.demo import CALC
 from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import make_parser
+from app.providers import http_stream
 
 # `HYPOTHESIS_PROFILE=deep make test` for a long hunt; the default keeps CI quick.
 settings.register_profile("default", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("deep", max_examples=3000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
+# `make mutants` runs the room's tests once per planted bug: fewer examples, each run quick
+settings.register_profile("mutants", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# `make mutants`: mutmut's first run records which tests reach which function. It cannot follow
+# a test into a child process (the child looks for mutmut's config in its own cwd, and fails),
+# so the children of that run get no mutant name and run the code as it is. Each planted bug
+# still reaches them: its name is inherited.
+if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    from mutmut.mutation import trampoline
+    trampoline._mutant_under_test = os.environ.pop("MUTANT_UNDER_TEST")
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -200,3 +213,25 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         parts = [f"{sum(files.values())} in {', '.join(sorted(files))} ({reason})"
                  for reason, files in sorted(groups.items(), key=lambda g: -sum(g[1].values()))]
         terminalreporter.write_line("skipped: " + "; ".join(parts))
+
+
+class Waits(list):
+    """The retry waits the providers asked for (`http_stream.wait_out`), in order, each noted
+    with what `seen()` returned as it began (set it to what the server has received). The
+    waits themselves are skipped: a test proves the order, not the duration."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: Callable[[], object] = lambda: None
+
+
+@pytest.fixture
+def waits(monkeypatch) -> Waits:
+    noted = Waits()
+
+    async def wait_out(seconds: float) -> None:
+        noted.append((seconds, noted.seen()))
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(http_stream, "wait_out", wait_out)
+    return noted

@@ -73,14 +73,11 @@ def test_a_hung_registered_server_is_replaced_and_not_left_serving():
         with contextlib.closing(socket.create_connection(
                 ("127.0.0.1", hung["port"]), timeout=2)):
             pass
-        t0 = time.monotonic()
         _url, token, fresh = ensure_server(model)
-        took = time.monotonic() - t0
         pids.append(fresh["pid"])
         assert fresh["pid"] != hung["pid"]
         assert registry.lookup(model) == fresh
         assert healthy(fresh, token, model)
-        assert took >= 2.0  # the health check waited its timeout before giving up on it
         # the stopped server was stopped for good, not left holding its port
         assert wait_gone(hung["pid"], 10), "the hung server is still there"
         with pytest.raises(OSError):
@@ -116,7 +113,6 @@ def test_a_server_does_not_exit_idle_in_the_middle_of_a_request(tmp_path):
         line = proc.stdout.readline()
         assert "listening on" in line, proc.stderr.read() if proc.poll() is not None else line
         base = line.rsplit(" ", 1)[-1].strip()
-        t0 = time.monotonic()
         text = []
         with httpx.stream("POST", f"{base}/chat/completions", timeout=30,
                           json={"model": "replay", "stream": True,
@@ -126,8 +122,6 @@ def test_a_server_does_not_exit_idle_in_the_middle_of_a_request(tmp_path):
                     for choice in json.loads(raw[6:])["choices"]:
                         text.append(choice["delta"].get("content") or "")
                 assert proc.poll() is None or raw.startswith("data: [DONE]")
-        took = time.monotonic() - t0
-        assert took > 2.5  # well past the idle timeout, in flight the whole time
         assert "".join(text) == answer.read_text()
         assert proc.wait(15) == 0  # and then it exits by itself
         assert "no client for" in proc.stderr.read()

@@ -50,10 +50,13 @@ ROOMS: dict[str, Room] = {
                    "tests/test_diff_property.py")),
     "disk": Room(("app/core/disk/*",),
                  ("tests/test_safety.py", "tests/test_state_dir.py", "tests/test_journal_sync.py",
-                  "tests/test_textfile.py")),
+                  "tests/test_textfile.py", "tests/test_cas_fallback.py", "tests/test_races.py",
+                  "tests/test_git.py", "tests/test_session_dirs.py", "tests/test_names_as_data.py",
+                  "tests/test_sessions.py")),
     "review": Room(("app/core/review/*",),
                    ("tests/test_review.py", "tests/test_change_set.py", "tests/test_arrival.py",
-                    "tests/test_review_moves.py", "tests/test_rebase.py")),
+                    "tests/test_review_moves.py", "tests/test_rebase.py", "tests/test_safety.py",
+                    "tests/test_redirect_leftovers.py", "tests/test_sync.py", "tests/test_git.py")),
     "lookup": Room(("app/core/knowledge/lookup.py",), ("tests/test_lookup.py",)),
     "check": Room(("app/core/variants/check.py", "app/core/variants/worktrees.py"),
                   ("tests/test_variant_check.py",)),
@@ -105,6 +108,7 @@ def run_room(name: str, room: Room, children: int, keep: bool,
         configure(dest, room)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPATH"] = ""  # mutmut puts mutants/ first; the checkout must not shadow it
+        env.setdefault("HYPOTHESIS_PROFILE", "mutants")  # tests/conftest.py: fewer examples
         mutmut = [sys.executable, "-m", "mutmut"]
         started = time.monotonic()
         log = dest / "mutmut-run.log"
@@ -147,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m app.bench.mutants", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rooms", nargs="*", help=f"rooms (default: all): {', '.join(ROOMS)}")
-    ap.add_argument("--children", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+    ap.add_argument("--children", type=int, default=os.cpu_count() or 1,
                     help="mutants tested at once")
     ap.add_argument("--keep", action="store_true", help="keep the scratch copies")
     ap.add_argument("--minutes", type=float, default=0,

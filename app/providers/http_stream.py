@@ -79,6 +79,12 @@ def announce(retry: int, retries: int, wait: float, reason: str) -> Retrying:
     return Retrying(retry + 1, retries + 1, wait, reason)
 
 
+async def wait_out(seconds: float) -> None:
+    """The wait before a retry. Every provider waits here, so a test can see what was waited
+    for and when, in order, instead of timing it."""
+    await asyncio.sleep(seconds)
+
+
 def redact(text: str, key: str | None) -> str:
     """Server-sent text with the API key masked (an error body may quote it back)."""
     return text.replace(key, "***") if key else text
@@ -327,7 +333,7 @@ async def stream(to: Endpoint, body: Callable[[], dict[str, Any]], reader: Calla
             attempt += 1
             if why:  # never silent: the front-ends show it while we wait
                 yield announce(attempt, to.retries, wait, why)
-            await asyncio.sleep(wait)
+            await wait_out(wait)
             continue
         for ev in ans.end(attempt + 1):
             yield ev

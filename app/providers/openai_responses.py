@@ -227,7 +227,7 @@ class OpenAIResponses(Provider):
                 if err.retryable and attempt < self.retries and wait is not None:
                     attempt += 1
                     yield http_stream.announce(attempt, self.retries, wait, f"HTTP {status}")
-                    await asyncio.sleep(wait)
+                    await http_stream.wait_out(wait)
                     continue
                 yield Connected()
                 yield err
@@ -248,7 +248,7 @@ class OpenAIResponses(Provider):
                     wait = http_stream.backoff(attempt)
                     attempt += 1
                     yield http_stream.announce(attempt, self.retries, wait, http_stream.connect_reason(exc))
-                    await asyncio.sleep(wait)
+                    await http_stream.wait_out(wait)
                     continue
                 if getattr(exc, "final", False):  # the subclass said what happened, and what to do
                     err = Error("network", self._redact(f"cannot connect to {self._where()}: "
@@ -291,7 +291,7 @@ class OpenAIResponses(Provider):
                 if why:  # a failure sent again (a protocol resend is not announced)
                     yield http_stream.announce(attempt, self.retries, wait, why)
                 if wait:
-                    await asyncio.sleep(wait)
+                    await http_stream.wait_out(wait)
                 continue
             for ev in self._finish(sock, ans, fields, items, attempt + 1):
                 yield ev
