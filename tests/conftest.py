@@ -34,14 +34,6 @@ settings.register_profile("mutants", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
-# `make mutants`: mutmut's first run records which tests reach which function. It cannot follow
-# a test into a child process (the child looks for mutmut's config in its own cwd, and fails),
-# so the children of that run get no mutant name and run the code as it is. Each planted bug
-# still reaches them: its name is inherited.
-if os.environ.get("MUTANT_UNDER_TEST") == "stats":
-    from mutmut.mutation import trampoline
-    trampoline._mutant_under_test = os.environ.pop("MUTANT_UNDER_TEST")
-
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout

@@ -52,7 +52,7 @@ ROOMS: dict[str, Room] = {
                  ("tests/test_safety.py", "tests/test_state_dir.py", "tests/test_journal_sync.py",
                   "tests/test_textfile.py", "tests/test_cas_fallback.py", "tests/test_races.py",
                   "tests/test_git.py", "tests/test_session_dirs.py", "tests/test_names_as_data.py",
-                  "tests/test_sessions.py")),
+                  "tests/test_sessions.py", "tests/test_kill_resume.py")),
     "review": Room(("app/core/review/*",),
                    ("tests/test_review.py", "tests/test_change_set.py", "tests/test_arrival.py",
                     "tests/test_review_moves.py", "tests/test_rebase.py", "tests/test_safety.py",
@@ -86,13 +86,17 @@ def scratch_copy(dest: Path) -> None:
 
 
 def configure(dest: Path, room: Room) -> None:
+    # the functions a test reaches through the steer processes it starts (mutants_children)
+    (dest / "sitecustomize.py").write_text(
+        "from app.bench.mutants_children import record_in_child\n\nrecord_in_child()\n")
     with open(dest / "pyproject.toml", "a", encoding="utf-8") as fh:
         fh.write("\n[tool.mutmut]\n"
                  'source_paths = ["app"]\n'
                  f"only_mutate = {_toml_list(room.mutate)}\n"
-                 'also_copy = ["tests", "themes", "pyproject.toml"]\n'
+                 'also_copy = ["tests", "themes", "pyproject.toml", "sitecustomize.py"]\n'
                  f"pytest_add_cli_args_test_selection = {_toml_list(room.tests)}\n"
-                 'pytest_add_cli_args = ["-q", "-p", "no:cacheprovider", "-m", "not model and not tmux"]\n'
+                 'pytest_add_cli_args = ["-q", "-p", "no:cacheprovider", "-p", '
+                 '"app.bench.mutants_children", "-m", "not model and not tmux"]\n'
                  # the suite leaves threads behind (to_thread, watchers): a worker forked
                  # from the process that ran it can start with a lock held and hang
                  'process_isolation = "forkserver"\n'
