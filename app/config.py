@@ -22,6 +22,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from app.core.conversation.rules import ProjectRules
+from app.core.disk.workspace import Workspace
 from app.core.provider import STALL_TIMEOUT
 
 
@@ -60,6 +62,11 @@ DEFAULT_THEME = "steer-dark"  # the UI's theme when none is configured: themes/<
 
 def config_dir() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "steer"
+
+
+def personal_rules() -> Path:
+    """The user's own rules, sent with every request in every project (rules.py)."""
+    return config_dir() / "AGENTS.md"
 
 
 def config_file() -> Path:
@@ -104,6 +111,10 @@ class Settings(BaseSettings):
     # model of the configured provider); naming models alone sets N (variant_count)
     variants: int = 1
     variant_models: list[str] = []
+    # the project's rules in every request (AGENTS.md, else CLAUDE.md, GEMINI.md or
+    # CONVENTIONS.md, at the root and in the folders of the files shown), and your own in
+    # ~/.config/steer/AGENTS.md (app/core/conversation/rules.py); false leaves them out
+    rules: bool = True
     # the app's check (!): a command run on each finished variant in a throwaway worktree
     check: str | None = None
     check_timeout: float = 120.0
@@ -142,3 +153,8 @@ def variant_count(s: Settings) -> int:
         raise ConfigError(f"--variant-models names {count} model{'s' * (count != 1)} "
                           f"but --variants is {n}")
     return n
+
+
+def project_rules(settings: Settings, ws: Workspace) -> ProjectRules | None:
+    """Where a session's rules come from, or None when the settings leave them out."""
+    return ProjectRules(ws, personal_rules()) if settings.rules else None

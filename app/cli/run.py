@@ -72,6 +72,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-tools", action="store_true",
                    help="do not let the model read, grep or list files itself (the repository "
                         "map still goes with the request); config: tools = false")
+    p.add_argument("--no-rules", action="store_true",
+                   help="do not send the project's AGENTS.md (or CLAUDE.md...) and your own "
+                        "~/.config/steer/AGENTS.md with the request; config: rules = false")
     provider_flags(p)
     return p
 
@@ -126,6 +129,8 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         settings = settings_from(args)
         if args.no_tools:
             settings = settings.model_copy(update={"tools": False})
+        if args.no_rules:
+            settings = settings.model_copy(update={"rules": False})
         provider = build_provider(settings, cwd=ws.root)
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
@@ -135,7 +140,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         await provider.aclose()
         return refused
     held.append(knowledge_for(settings, ws.root, one_shot=True).start())
-    from app.config import variant_count
+    from app.config import project_rules, variant_count
 
     if variant_count(settings) > 1 or args.check or args.pick is not None:
         from app.cli.run_variants import run_variants
@@ -149,6 +154,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
         session = Session(ws, provider, fmt=settings.format, context=context,
                           max_tokens=settings.max_tokens, temperature=settings.temperature)
+        session.rules = project_rules(settings, ws)
         session.knowledge = held[0]
         # the map from the cache, or a small tree's parse, is worth its moment; a large
         # cold tree is not waited for (its paths go now, the next run has the cache)
@@ -174,6 +180,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
             live.sync.take()  # what a resumed session said before is not this run's output
         launch_gc.launched()  # everything the request needs is built (app/launch_gc.py)
         session.start(args.instruction)
+        _say_rules(session.rules_now)
     except (ContextError, SessionError) as exc:
         print(f"steer: {exc}", file=sys.stderr)
         await provider.aclose()
@@ -186,6 +193,16 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         return await _run_turn(args, ws, state, session, live, repo)
     finally:
         await session.saving.close()
+
+
+def _say_rules(rules) -> None:
+    """Which rules files went with the request, and which were left out and why."""
+    if rules is None:
+        return
+    if rules.sources:
+        print(f"steer: with the rules of {', '.join(rules.sources)}", file=sys.stderr)
+    for why in rules.skipped:
+        print(f"steer: rules left out: {why}", file=sys.stderr)
 
 
 def _open_session(session, sid: str | None) -> None:

@@ -50,7 +50,7 @@ def usage_error(args: argparse.Namespace, n: int, root) -> str | None:
 
 
 async def run_variants(args: argparse.Namespace, ws, settings, held: list, state: dict) -> int:
-    from app.config import variant_count
+    from app.config import project_rules, variant_count
     from app.core.conversation.session import ContextError, Session
     from app.core.variants.group import Variants, VariantsRefused
     from app.providers.factory import build_variant_providers
@@ -66,6 +66,7 @@ async def run_variants(args: argparse.Namespace, ws, settings, held: list, state
         return EXIT_USAGE
     main = Session(ws, providers[0], fmt=settings.format, max_tokens=settings.max_tokens,
                    temperature=settings.temperature)
+    main.rules = project_rules(settings, ws)
     variants = Variants(main)
     try:
         main.knowledge = held[0] if held else None

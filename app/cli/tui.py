@@ -34,6 +34,8 @@ def cmd_tui(argv: list[str]) -> int:
                    "in a throwaway git worktree (config: check)")
     p.add_argument("--no-tools", action="store_true", help="do not let the model read, grep or "
                    "list files itself (config: tools = false)")
+    p.add_argument("--no-rules", action="store_true", help="do not send the project's AGENTS.md "
+                   "(or CLAUDE.md...) and your own with each request (config: rules = false)")
     provider_flags(p)
     args = p.parse_args(argv)
     start = Path(args.path).resolve()
@@ -45,6 +47,8 @@ def cmd_tui(argv: list[str]) -> int:
         settings = settings_from(args)
         if args.no_tools:
             settings = settings.model_copy(update={"tools": False})
+        if args.no_rules:
+            settings = settings.model_copy(update={"rules": False})
         from app.providers.factory import build_provider
 
         provider = build_provider(settings, cwd=root)

@@ -11,7 +11,7 @@ from pathlib import Path
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from app.config import DEFAULT_THEME, Settings, config_file_shown
+from app.config import DEFAULT_THEME, Settings, config_file_shown, project_rules
 from app.core.conversation.resume import open_saved
 from app.core.conversation.session import Session
 from app.core.disk.state_home import StateUnusable
@@ -50,6 +50,7 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         self.session = Session(self.ws, provider, fmt=self.settings.format,
                                max_tokens=self.settings.max_tokens,
                                temperature=self.settings.temperature)
+        self.session.rules = project_rules(self.settings, self.ws)
         # the repository map and look-ups (app/core/knowledge/service.py): started on mount
         self.session.knowledge = knowledge
         # saved (app/core/storage/log.py): `saving` is open_saved's choice (resume or new)

@@ -117,6 +117,7 @@ def report(session: Session, turn: Turn, outcome: Outcome | None, code: int) -> 
         "format": session.fmt,
         "format_reason": session.fmt_reason,
         "sent_in_full": session.sent.full or None,  # why it did not continue the conversation
+        "rules": session.rules_now.sources if session.rules_now is not None else [],
         "stats": {
             "state": turn.state,
             "finish_reason": turn.finish_reason,

@@ -170,6 +170,10 @@ class Conversation:
         # None: no map), and the one the request now streaming brings it to
         self.map_version: int | None = None
         self.map_next: int | None = None
+        # the project's rules item the conversation holds (rules.py), and the one the request
+        # now streaming brings it to
+        self.rules: str | None = None
+        self._rules_next: str | None = None
         # told with the next question, until one reaches the model (what a set of variants
         # left: app/core/variants/group.py)
         self.notes: list[str] = []
@@ -223,19 +227,21 @@ class Conversation:
 
     def open(self, content: str, fmt: str, pending: PendingDiff | None,
              snapshots: list[Snapshot] | None, *, afresh: bool, agent: bool,
-             repo_map: Sequence[str] = ()) -> list[dict[str, Any]]:
+             repo_map: Sequence[str] = (), rules: Sequence[str] = ()) -> list[dict[str, Any]]:
         """The messages of a request with `content` (`snapshots`: it starts a change set,
-        `afresh`: and the conversation), after the repository map's new items (`repo_map`:
-        items of their own, appended: an earlier one is never edited)."""
+        `afresh`: and the conversation), after the project's rules when they are new or
+        changed (`rules`) and the repository map's new items (`repo_map`): items of their
+        own, appended (an earlier one is never edited)."""
         told = {(h.id, h.state.value) for h in self.untold(pending)}
         if snapshots is not None:
             self.rejections = self.rejected_so_far(pending)
             if afresh:
-                self.history, self.system, self.map_version = [], None, None
+                self.history, self.system, self.map_version, self.rules = [], None, None, None
             self.told = told = set()
         # a file the instruction named (not a context file) is shown, not kept: named again,
         # it is sent again; not named, it did not leave the context
         kept = [s for s in snapshots if s.path in self.files.paths] if snapshots is not None else None
+        self._rules_next = rules[-1] if rules else self.rules
         self._telling = (self.files.seen_as(kept) if kept is not None else None, told)
         content = wire(content)  # what no UTF-8 request can carry (text/names.py), escaped
         if agent:  # it keeps its own conversation: it gets the message
@@ -243,6 +249,7 @@ class Conversation:
         if self.system is None:
             self.system = prompts.system_prompt(fmt)
         return [{"role": "system", "content": self.system}, *self.history,
+                *({"role": "user", "content": wire(m)} for m in rules),
                 *({"role": "user", "content": wire(m)} for m in repo_map),
                 {"role": "user", "content": content}]
 
@@ -254,6 +261,7 @@ class Conversation:
         self.history = [*messages[1:], *exchange, {"role": "assistant", "content": wire(answer)}]
         self.response_id, self.notes = rid, []
         self.map_version, self.map_next = self.map_next, None
+        self.rules = self._rules_next
         shown, told = self._telling
         if shown is not None:
             self.files.shown = shown
@@ -269,5 +277,5 @@ class Conversation:
 
     def reset(self) -> None:
         self.system, self.history, self.rejections = None, [], []
-        self.response_id = self.map_version = self.map_next = None
+        self.response_id = self.map_version = self.map_next = self.rules = None
         self.told, self.files.shown, self.notes = set(), {}, []

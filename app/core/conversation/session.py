@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from typing import Literal
 
 from app.core.conversation import context_budget as budgets
-from app.core.conversation import prompts
+from app.core.conversation import prompts, rules
 from app.core.conversation.agent import AgentHost, ProseOnly
 from app.core.conversation.answer import Answer
 from app.core.conversation.context import ContextError, ContextFiles, Conversation
@@ -82,6 +82,9 @@ class Session:
         # that a UI can schedule one frame per burst instead of reacting to every token
         self._data_signalled = False
         self.sent = Conversation(self.files)  # what the model was sent (context.py)
+        # the project's rules (AGENTS.md...: rules.py), in every request; None: left out
+        self.rules: rules.ProjectRules | None = rules.ProjectRules(ws)
+        self.rules_now: rules.Rules | None = None  # what the last request read
         self.turns: list[Turn] = []
         self.queue: list[str] = []
         self._task: asyncio.Task[None] | None = None  # the running answer (or a steer)
@@ -288,10 +291,12 @@ class Session:
         fresh, held = kind == "ask" and not continues, self.sent.map_version
         repo_map, self.sent.map_next = know.items(fresh, held, instruction, bases, self.provider
                                                   ) if know and events is None else ([], held)
+        rule_items = self.rules_items(bases, fresh) if kind == "ask" and not caps.agent else []
         rec = TurnRec(kind=kind, instruction=instruction, content=content, fmt=fmt,
                       agent=caps.agent, prefill=prefill, steered_at=turn.steered_at,
                       bases=None if snapshots is None else [Snap.of(s) for s in snapshots],
-                      continues=continues, full=full, time=time.time(), map=repo_map)
+                      continues=continues, full=full, time=time.time(), map=repo_map,
+                      rules=rule_items)
         self.open_turn(rec, turn, snapshots)
         assert self._answer is not None  # _open_turn opened this answer
         req = prompts.request(self._answer.messages, caps, self.provider.model, fmt, bases,
@@ -301,6 +306,18 @@ class Session:
         self._task = asyncio.get_running_loop().create_task(
             self._run(self._answer, events if events is not None else self.provider.stream(req)))
         return turn
+
+    def rules_items(self, bases: list[Snapshot], fresh: bool) -> list[str]:
+        """The project's rules for a request showing `bases` (rules.py), when the conversation
+        does not hold them as they are now: none, or one item (the rules, or word that they
+        are gone)."""
+        now = self.rules.read(s.path for s in bases) if self.rules is not None else None
+        self.rules_now = now
+        held = None if fresh else self.sent.rules
+        item = now.item if now is not None else ""
+        if item:
+            return [] if item == held else [item]
+        return [rules.GONE] if held not in (None, rules.GONE) else []
 
     def open_turn(self, rec: TurnRec, turn: Turn, snapshots: list[Snapshot] | None) -> None:
         """What a request opens: a change set for an ask, the conversation so far, the
@@ -320,7 +337,8 @@ class Session:
         # may mean deleting code (then the deletion is proposed, flagged)
         pending.removal_asked = fragments.asks_removal(rec.instruction)
         messages = self.sent.open(rec.content, self.fmt, old_pending, snapshots,
-                                  afresh=afresh, agent=rec.agent, repo_map=rec.map)
+                                  afresh=afresh, agent=rec.agent, repo_map=rec.map,
+                                  rules=rec.rules)
         self.sent.full = rec.full
         turn.prose_from = len(pending.prose)
         turn.pending, turn.pturn = pending, pending.turn

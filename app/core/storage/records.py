@@ -83,6 +83,7 @@ class TurnRec(BaseModel):
     steered_at: int | None = None
     time: float = 0.0
     map: list[str] = []  # repository map items sent before `content` (app/core/knowledge)
+    rules: list[str] = []  # the project's rules, sent before those when new or changed
 
 
 class Text(BaseModel):

@@ -188,7 +188,7 @@ class Variants:
         s = Session(m.ws, provider, fmt=m.fmt_choice, max_tokens=m.max_tokens,
                     temperature=m.temperature, changes=ChangeSet.beside(m.changes))
         s.files, s.sent = m.files, _copy_conversation(m.sent)
-        s.knowledge = m.knowledge
+        s.knowledge, s.rules = m.knowledge, m.rules
         s.changes.subscribe(partial(self._heard, s))
         s.sent.resumed(provider)  # a server that keeps the conversation goes on from it
         return s

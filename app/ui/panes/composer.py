@@ -283,6 +283,9 @@ class Composer(Vertical):
                 f"◇ {p}" for p in named) + f" (named; {keys} drops)"
         prompt.named = named  # a reactive: the key bar hears of a change
         parts = [Part(f"Context: {shown}", 0), Part(budget, 2)]
+        rules = session.rules.sources([*ctx, *named]) if session.rules is not None else []
+        if rules:  # what goes with every request (app/core/conversation/rules.py)
+            parts.append(Part(f"Rules: {', '.join(rules)}", 3))
         if know is not None:
             self._map_shown = know.line()
             parts.append(Part(self._map_shown, 3))
