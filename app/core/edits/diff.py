@@ -247,6 +247,7 @@ class PendingDiff:
         self._close_card()
         for fd in self.files.values():
             fd.reconcile()
+            fd.check_syntax()  # once per answer: a parse per file, and per hunk when broken
         self.bump()
 
     def _begin(self, ev: EditBegin) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from app.core.disk.snapshot import Snapshot
 from app.core.edits.formats import fragments
-from app.core.edits.hunks import DECIDED, Hunk, HunkState
+from app.core.edits.hunks import DECIDED, OPEN, Hunk, HunkState
 from app.core.listeners import Listeners
 from app.core.text import parses
 from app.core.text.linediff import Change, apply_changes, line_diff
@@ -209,6 +209,31 @@ class FileDiff:
         start = h.base_start + shift(h.base_start)
         after = before[:start] + lines + before[start + h.base_end - h.base_start:]
         return parses.breaks(h.path, before, after)
+    def check_syntax(self) -> None:
+        """Flag the open hunks that, taken, leave the file unparsable (text/parses.py): none
+        when the file with every open hunk taken parses (they may need each other), else
+        each that breaks it alone, else (only together do they break it) all of them."""
+        open_ = [h for h in self.hunks if h.state in OPEN]
+        for h in self.hunks:
+            h.syntax = ""
+        if not open_ or not parses.can_parse(self.path) or self.deleted:
+            return
+        before, shift = self.expected()
+        if parses.problem(self.path, before):
+            return  # broken already: not the proposal's doing
+        taken = sorted(open_, key=lambda h: h.base_start)
+        whole = apply_changes(before, [Change(h.base_start + shift(h.base_start),
+                                              h.base_end + shift(h.base_start), h.new)
+                                       for h in taken])
+        together = parses.problem(self.path, whole)
+        if not together:
+            return
+        alone = {h.id: self.breaks(h, h.new) for h in taken}
+        for h in taken:
+            h.syntax = alone[h.id] if any(alone.values()) else together
+            if h.syntax:
+                self.touch(h)
+
     def new_hunk(self, start: int, end: int, old: list[str], new: list[str]) -> Hunk:
         h = Hunk(self.owner.next_id(), self.path, start, end, old, new)
         self.touch(h)

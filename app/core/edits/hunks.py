@@ -52,6 +52,7 @@ class Hunk:
     # and invisible characters it adds, in any format (app/core/text/invisible.py)
     deletion: str = ""
     hidden: str = ""
+    syntax: str = ""  # taken, it leaves its file unparsable (FileDiff.check_syntax)
     # proposed by an answer the user then redirected: what they told the model to do instead
     # may not want it (PendingDiff.begin_turn); an answer that proposes it again replaces it
     redirected: str = ""
@@ -59,7 +60,8 @@ class Hunk:
     @property
     def warning(self) -> str:
         """Every flag of the hunk in one line ("" when a bulk accept may take it)."""
-        return "; ".join(f for f in (self.redirected, self.deletion, self.hidden) if f)
+        return "; ".join(f for f in (self.redirected, self.deletion, self.hidden, self.syntax)
+                         if f)
 
     def check_hidden(self) -> None:
         """Flag the invisible characters the hunk adds (its lines are final, or cut short)."""

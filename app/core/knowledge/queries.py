@@ -11,6 +11,8 @@ a grammar update that renames a node fails there, not at a user's first build.
 
 from __future__ import annotations
 
+from app.core.text.grammars import GRAMMARS
+
 PYTHON = """
 (class_definition name: (identifier) @def.class)
 (function_definition name: (identifier) @def.function)
@@ -130,10 +132,4 @@ DEPTH: dict[str, int] = {"python": 6, "javascript": 6, "typescript": 6, "tsx": 6
                          "rust": 6, "java": 6, "c": 6, "cpp": 8, "csharp": 8, "ruby": 6, "php": 6}
 
 # file name endings -> grammar name, for the languages above
-EXTENSIONS: dict[str, str] = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".jsx": "javascript",
-    ".mjs": "javascript", ".cjs": "javascript", ".ts": "typescript", ".mts": "typescript",
-    ".cts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
-    ".hh": "cpp", ".hxx": "cpp", ".cs": "csharp", ".rb": "ruby", ".php": "php",
-}
+EXTENSIONS: dict[str, str] = {e: g for e, g in GRAMMARS.items() if g in QUERIES}
