@@ -63,8 +63,13 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="ID", help="continue this saved session (steer sessions)")
     p.add_argument("--no-save", action="store_true", help="do not save this run as a session")
     p.add_argument("--check", metavar="CMD",
-                   help="run CMD (a shell command line) on each finished variant in a throwaway "
-                        "git worktree and write the first variant it passes (exit 0)")
+                   help="run CMD (a shell command line) on the finished proposal in a throwaway "
+                        "git worktree: --accept all writes it only if CMD exits 0 (exit 4 and "
+                        "nothing written otherwise); with --variants, on each variant, and the "
+                        "first it passes is written. CMD runs the proposal's code")
+    p.add_argument("--fix", type=int, default=0, metavar="N",
+                   help="with --check: send a failing check's output back, up to N times, and "
+                        "take the first proposal that passes")
     p.add_argument("--check-timeout", type=float, default=120.0, metavar="S",
                    help="seconds a check may run before it is killed with its children "
                         "(default 120)")
@@ -142,13 +147,21 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
     held.append(knowledge_for(settings, ws.root, one_shot=True).start())
     from app.config import project_rules, variant_count
 
-    if variant_count(settings) > 1 or args.check or args.pick is not None:
+    if variant_count(settings) > 1 or args.pick is not None:
         from app.cli.run_variants import run_variants
 
         await provider.aclose()
         await asyncio.to_thread(held[0].builder.settle, MAP_SETTLE, args.instruction)
         launch_gc.launched()
         return await run_variants(args, ws, settings, held, state)
+    if args.check or args.fix:
+        from app.cli.run_check import check_error
+
+        why = check_error(args, ws.root)
+        if why:
+            print(f"steer: {why}", file=sys.stderr)
+            await provider.aclose()
+            return EXIT_USAGE
     session = None
     try:
         context = [os.path.relpath((cwd / f).resolve(strict=False), ws.root) for f in args.files]
@@ -228,12 +241,19 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
 
     provider = session.provider
     ticker = asyncio.create_task(live.follow())
+    rounds = []
     try:
         await session.wait()
+        if args.check:  # every proposal checked in a worktree; a failure sent back (--fix)
+            from app.cli.run_check import check_rounds
+
+            rounds = await check_rounds(session, ws.root, args.check, args.check_timeout,
+                                        args.fix)
     finally:
         ticker.cancel()
         await provider.aclose()
     turn = session.turn
+    passed = not rounds or (rounds[-1].check is not None and rounds[-1].check.passed)
     assert turn is not None and session.pending is not None and session.review is not None
     live.close()
     pending = session.pending
@@ -243,6 +263,9 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         code = EXIT_PROVIDER
         why = turn.error.message if turn.error else f"the answer ended early ({turn.finish_reason})"
         print(f"steer: {why}; nothing was written", file=sys.stderr)
+    elif not passed:  # the check decides: a proposal it fails is never written
+        code = EXIT_EDITS
+        print("steer: no proposal passed the check; nothing was written", file=sys.stderr)
     else:
         if pending.errors:
             code = EXIT_EDITS
@@ -261,7 +284,7 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
             print(f"steer: not written: {line}", file=sys.stderr)
         if left:
             code = code or EXIT_EDITS
-    elif turn.complete and pending.hunks:  # the user's choice: said, and no failure
+    elif turn.complete and pending.hunks and passed:  # the user's choice: said, no failure
         for line in left_open(pending, flagged=True):  # what an accept would leave: said now
             print(f"steer: needs a look: {line}", file=sys.stderr)
         files = {h.path for h in pending.hunks}
@@ -274,6 +297,8 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
         data = report(session, turn, outcome, code)
         if session.log is not None:
             data["session"] = session.log.id
+        if rounds:
+            data["rounds"] = [r.row() for r in rounds]
         if repo is not None:
             data["staged"] = staged.staged if staged else []
             data["stage_messages"] = staged.messages if staged else []

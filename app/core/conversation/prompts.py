@@ -6,6 +6,7 @@ record (app/core/edits/formats)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
@@ -214,3 +215,21 @@ def retry_message(errors: Sequence[tuple[str | None, str]], files: Sequence[Snap
         parts.append("\nThe files as they are now:\n\n" + "\n\n".join(render_file(f) for f in files))
     parts.append("\nRedo exactly those edits against this text; leave the others as they are.")
     return "\n".join(parts)
+
+
+FAILURE_CHARS = 3000  # of a failing check's output sent back (its end: where the failures are)
+
+
+def check_failed(cmd: str, verdict: str, output: str) -> str:
+    """The follow-up that sends a failing check back: what ran, what it said (its end, cut
+    at a line), and what to do. Nothing was written: the check ran on a copy."""
+    tail = output.strip("\n")
+    if len(tail) > FAILURE_CHARS:
+        cut = tail[-FAILURE_CHARS:]
+        tail = "…\n" + cut[cut.find("\n") + 1:] if "\n" in cut else "…" + cut
+    fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", tail)), default=0))
+    return (f"I applied your whole proposal to a copy of the repository and ran `{cmd}`. It "
+            f"failed ({verdict.removeprefix('✗ check: ')}); nothing was written to my files.\n\n"
+            f"The end of its output:\n{fence}\n{tail}\n{fence}\n\n"
+            "Fix your proposal: send only the edits that fix it, against the files as your "
+            "proposal leaves them.")

@@ -56,6 +56,30 @@ class CheckResult:
         return self.exit_code == 0 and not self.error
 
 
+# pytest's summary ("FAILED tests/test_calc.py::test_sub - assert 1 == 2", "ERROR ..."), and
+# unittest's ("FAIL: test_sub (test_calc.CalcTest)")
+_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+?)(?: - .*)?$|^(?:FAIL|ERROR): (\w+)", re.M)
+
+
+def failed_tests(output: str) -> list[str]:
+    """The tests a check's output names as failed, by their short names, in order."""
+    names = [(m[1] or m[2]).rsplit("::", 1)[-1] for m in _FAILED.finditer(output)]
+    return list(dict.fromkeys(names))
+
+
+def verdict(result: CheckResult) -> str:
+    """One line: "✓ check 2.1 s", "✗ check: 1 failed (test_sub)", "✗ check: exited 2"..."""
+    if result.passed:
+        return f"✓ check {result.seconds:.1f} s"
+    if result.error:
+        return f"✗ check: {result.error}"
+    failed = failed_tests(result.output)
+    if failed:
+        shown = ", ".join(failed[:3]) + (", …" if len(failed) > 3 else "")
+        return f"✗ check: {len(failed)} failed ({shown})"
+    return f"✗ check: exited {result.exit_code}"
+
+
 class CheckRefused(Exception):
     """Checks cannot run here (a one-line reason); raised before anything is made."""
 
