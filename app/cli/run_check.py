@@ -61,7 +61,7 @@ async def check_rounds(session, root: Path, cmd: str, timeout: float, fix: int,
     failure back and check the answer to that. `follow`: an awaitable factory that shows an
     answer while it streams (the live status)."""
     from app.core.conversation import prompts
-    from app.core.variants.check import Checks, failed_tests, verdict
+    from app.core.variants.check import Checks, failed_tests, gist, verdict
     from app.core.variants.group import final_files
 
     rounds: list[Round] = []
@@ -83,7 +83,7 @@ async def check_rounds(session, root: Path, cmd: str, timeout: float, fix: int,
         say(f"steer: round {rnd.n}: {verdict(result)}")
         if result.passed or rnd.n > fix:
             if not result.passed and result.output.strip():
-                say("\n".join(f"  {line}" for line in result.output.strip().splitlines()[-3:]))
+                say("\n".join(f"  {line}" for line in gist(result.output)))
             return rounds
         say(f"steer: sending the failure back (fix {rnd.n} of {fix})")
         session.start(prompts.check_failed(cmd, verdict(result), result.output))

@@ -30,8 +30,9 @@ def cmd_tui(argv: list[str]) -> int:
                    help="resume the last saved session, or this one (steer sessions lists them)")
     p.add_argument("--session", metavar="ID", help=argparse.SUPPRESS)  # steer web: resume or new
     p.add_argument("--no-save", action="store_true", help="do not save this session")
-    p.add_argument("--check", metavar="CMD", help="the command ! runs on each finished variant, "
-                   "in a throwaway git worktree (config: check)")
+    p.add_argument("--check", metavar="CMD", help="check every finished proposal with CMD in a "
+                   "throwaway git worktree before you accept it (F sends a failure back; ! checks "
+                   "again, or checks each variant); CMD runs the proposal's code (config: check)")
     p.add_argument("--no-tools", action="store_true", help="do not let the model read, grep or "
                    "list files itself (config: tools = false)")
     p.add_argument("--no-rules", action="store_true", help="do not send the project's AGENTS.md "

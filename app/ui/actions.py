@@ -52,6 +52,10 @@ class Core(Protocol):
     def asking(self) -> bool: ...  # an agent waits for an answer to a permission request
     @property
     def can_redo_rewind(self) -> bool: ...  # a rewind of files can be put back
+    @property
+    def can_check(self) -> bool: ...  # `!` has something to check: the variants, or the proposal
+    @property
+    def check_failed(self) -> bool: ...  # the answer shown failed its check: F sends it back
 
 
 class Cursor(Protocol):
@@ -264,9 +268,14 @@ ACTIONS: tuple[Action, ...] = (
            "diff's cursor as each variant writes it, side by side", "Variants", "Compare variants",
            when="has_variants", bar=1),
     Action("check_variants", "exclamation_mark", "screen", "screen.check_variants", "Check",
-           "run the check command (steer --check CMD, or check in the config) on every finished "
-           "variant, each in a throwaway git worktree; the tabs mark which passed", "Variants",
-           "Check the variants", when="has_variants"),
+           "run the check command (steer --check CMD, or check in the config) in a throwaway git "
+           "worktree: on every finished variant (the tabs mark which passed), or on what Accept "
+           "all would leave on disk (what you accepted, and the open hunks)", "Review",
+           "Run the check", when="can_check"),
+    Action("send_failure", "F", "screen", "screen.send_failure", "Send failure",
+           "send the failing check's output to the model as the next message; its fix goes into "
+           "the same change set", "Review", "Send the check's failure back",
+           when="check_failed", bar=1),
     Action("rewind", "ctrl+b", "screen", "screen.rewind", "Rewind", "rewind to before a turn "
            "(every turn is a checkpoint): the conversation, the files steer wrote, or both; redo",
            "App", "Rewind to before a turn", when="idle", show=False),

@@ -103,6 +103,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
             self.notify(f"resumed session {r.id} ({plural(r.turns, 'turn')}){moved}{cut}", timeout=6)
 
     async def on_unmount(self) -> None:
+        if self.main.checker is not None:  # a check running: its worktree goes too
+            await self.main.checker.aclose()
         await self.variants.aclose()
         if self.session.knowledge is not None:
             await asyncio.to_thread(self.session.knowledge.close)

@@ -24,15 +24,18 @@ from app.core.conversation.session import Session
 from app.core.edits.hunks import OPEN, HunkState
 from app.core.git.live_tree import LiveTree
 from app.core.variants.group import Variants
+from app.core.variants.proposal_check import ProposalCheck
 from app.ui import actions
 
 
 class CoreState:
     """The conditions of `actions.Core`, read from core's objects when asked."""
 
-    def __init__(self, variants: Variants, live: LiveTree) -> None:
+    def __init__(self, variants: Variants, live: LiveTree,
+                 checker: ProposalCheck | None = None) -> None:
         self.variants = variants
         self.live = live
+        self.checker = checker  # the check of each finished proposal, when a command is set
 
     @property
     def session(self) -> Session:
@@ -80,6 +83,15 @@ class CoreState:
     @property
     def can_redo_rewind(self) -> bool:
         return rewind.can_redo(self.session)
+
+    @property
+    def can_check(self) -> bool:
+        return self.variants.active or (self.checker is not None and not self.checker.running)
+
+    @property
+    def check_failed(self) -> bool:
+        return (self.checker is not None and not self.variants.active and not self.streaming
+                and self.checker.failure() is not None)
 
 
 # condition -> the slot of Availability that holds its owner, from the protocols

@@ -26,8 +26,9 @@ from app import launch_gc
 from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
 from app.core.listeners import Listeners
-from app.core.review.events import Arrived, Due
+from app.core.review.events import Arrived, Checked, Due
 from app.core.variants.group import SetChanged, Variants
+from app.core.variants.proposal_check import ProposalCheck
 from app.ui import actions
 from app.ui.availability import Availability, CoreState
 from app.ui.compat import shutting_down
@@ -71,7 +72,13 @@ class MainScreen(KeysScreen):
         self.sync = FrameSync(session)
         self.live = LiveTree(session.ws, lambda: variants.session.pending,
                              session.changes.write_lock, variants)
-        self.core_state = CoreState(variants, self.live)  # the conditions core owns
+        # every finished proposal checked before any accept, when a check command is set
+        # (app/core/variants/proposal_check.py); its verdict redraws the answer's title
+        cmd, timeout = check
+        self.checker = ProposalCheck(session, cmd, timeout=timeout) if cmd else None
+        if self.checker is not None:
+            session.changes.subscribe(self._checked)
+        self.core_state = CoreState(variants, self.live, self.checker)  # the conditions core owns
         self.availability = Availability(self.core_state)  # every condition; the panes' on mount
         self._initial_context = list(context)
         self.watch_files = watch_files
@@ -341,11 +348,29 @@ class MainScreen(KeysScreen):
         self.app.push_screen(shown) if isinstance(shown, ModalScreen) else self._say(shown)
 
     def action_check_variants(self) -> None:
+        if not self.variants.active and self.checker is not None:  # one answer: its proposal
+            self.notify(self.checker.recheck(), timeout=3)
+            return
+
         async def check() -> None:
             self._say(await self.set.check(partial(self.notify, timeout=3)))
             self._show_variants()
 
         self.run_worker(check(), group="checks", exclusive=True)
+
+    def action_send_failure(self) -> None:
+        """F: the failing check's output to the model, as the next message (a follow-up: the
+        fix goes into the same change set)."""
+        message = self.checker.failure() if self.checker is not None else None
+        if message is None:
+            self.notify("no failing check to send", timeout=3)
+            return
+        self.session.start(message)
+        self.frame(force_status=True)
+
+    def _checked(self, ev: object) -> None:
+        if type(ev) is Checked and self._ready:
+            self.frame(force_status=True)
 
     def _variant_shown(self) -> None:
         """Another variant on screen, or a set began or ended."""

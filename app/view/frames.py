@@ -32,6 +32,7 @@ from app.core.edits.diff import PendingDiff
 from app.core.edits.hunks import DECIDED, Card
 from app.core.events import PermissionRequest
 from app.core.text import masking
+from app.core.variants.check import gist
 from app.view.cards import card_text
 from app.view.status import answer_title, retry_line, review_line
 
@@ -40,6 +41,9 @@ TITLE_EVERY = 0.1  # the answer's live figures
 STATUS_EVERY = 1.0  # the bottom line, while an answer streams
 
 TURN_LABEL = {"redirect": "↪ redirect", "follow-up": "› follow-up", "ask": "›"}
+
+
+CHECK_LINES = 3  # of a failing check's output, under the answer (the rest: F sends it)
 
 
 @dataclass(slots=True)
@@ -134,6 +138,7 @@ class FrameSync:
         self._thinking = False  # the answer pane is in the middle of reasoning text
         self._plan: tuple = ()  # the plan as last shown
         self._tools: dict[str, str | None] = {}  # tool call id -> status last shown
+        self._checks: dict[int, str] = {}  # id(turn) -> the check's verdict last shown
         self._retries = 0  # the back-end's announced retries of the turn shown
         # text shown as it streams (the raw view, reasoning) never shows a key, nor its start
         self._raw, self._thought = masking.StreamMask(), masking.StreamMask()
@@ -150,6 +155,7 @@ class FrameSync:
             self._pull_agent(f)
             self._pull_answer(f)
             self._end(f, old, superseded=True)
+            self._pull_check(f, old)
             self._was_live = False
         self._pull_agent(f)
         self._pull_answer(f)  # the last words of the turn on screen first: a redirect ends it
@@ -168,6 +174,7 @@ class FrameSync:
             self._end_tail(f)
             f.ended.append(self._end(f, turn, superseded=False))
         self._was_live = live
+        self._pull_check(f, turn)
         self._update_cards(f, force=not live)
         self._texts(f, now, force=force_status or (f.changed and not live))
         if masking.known():  # no key value is ever drawn (DESIGN rule 6)
@@ -368,6 +375,20 @@ class FrameSync:
             f.open_counts[p] = sum(1 for h in fd.hunks if h.state not in DECIDED)
             if fd.created and fd.hunks:
                 f.created.add(p)
+
+    def _pull_check(self, f: Frame, turn: Turn | None) -> None:
+        """The check of the answer's proposal, once it ended: its verdict under the answer,
+        and for a failure the first lines of what it printed (variants/proposal_check.py)."""
+        if turn is None or not turn.check or turn.check.startswith("…") or turn.live:
+            return
+        if self._checks.get(id(turn)) == turn.check:
+            return
+        self._checks[id(turn)] = turn.check
+        failed = turn.check.startswith("✗")
+        f.answer.append(Piece(turn.check + (" · F sends it back" if failed else ""),
+                              "error" if failed else "dim", line=True))
+        for text in gist(turn.check_output, CHECK_LINES):
+            f.answer.append(Piece("  " + masking.mask(text), "dim", line=True))
 
     # -- texts -----------------------------------------------------------------------------
     def _texts(self, f: Frame, now: float, force: bool) -> None:

@@ -204,6 +204,8 @@ def answer_title(turn: Turn | None, session: Session | None = None, raw: bool = 
         user = session is not None and session.agent.waiting_for_user
         figures = figure_parts(turn, stop_hint="Esc to stop", user=user)
         parts += [Part(t, _figure_rank(i, t)) for i, t in enumerate(figures)]
+        if turn.check:  # the proposal's check (variants/proposal_check.py), kept when narrow
+            parts.insert(1, Part(turn.check, 1))
         if session is not None and session.fmt_reason and turn is session.turn:
             parts.append(Part(f"format {session.fmt}: {session.fmt_reason}", 5))
     note = waiting_note(session, True, False, "Ctrl+G", "Ctrl+D") if session is not None else ""

@@ -35,6 +35,7 @@ from app.core.events import (
     TextDelta,
 )
 from app.core.review.change_set import ChangeSet
+from app.core.review.events import Ended
 from app.core.storage.records import AgentRec
 
 if TYPE_CHECKING:
@@ -134,3 +135,4 @@ class Answer:
         if host.saving.log is not None:
             host.saving.save(end_record(turn).model_copy(update={"response_id": rid}))
             host.saving.save_lists()
+        host.changes.publish(Ended(turn))  # after it is saved: a check may start on it

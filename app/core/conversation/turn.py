@@ -65,6 +65,10 @@ class Turn:
     # keeps them; the log too, so a resume rebuilds it), and the answer text before the last
     lookups: list[dict] = field(default_factory=list, repr=False)
     lookup_chars: int = 0
+    # the check of this answer's proposal (variants/proposal_check.py): its one line ("" none
+    # yet), and the end of its output when it failed
+    check: str = ""
+    check_output: str = ""
 
     @property
     def text(self) -> str:

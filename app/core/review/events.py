@@ -9,6 +9,8 @@
 | `Decided` | Review | an accept (what was written, what conflicted), a reject or an undo, as the log's record | Session (checkpoints, saving), Variants (the others rebased onto the disk) |
 | `Settled` | Review | hunks changed state by a decision, a replayed one too | the agent host (a write waiting on its hunks is answered) |
 | `Opened` | ChangeSet | a new change set opened (a new question): a new pending diff | — |
+| `Ended` | Answer.finish | an answer ended (complete, cut short or failed); its edits are closed | the proposal check (variants/proposal_check.py) |
+| `Checked` | ProposalCheck | a check of a proposal started or ended | the screen (the answer's title and card) |
 
 Delivery is synchronous, in subscription order (app/core/listeners.py). A session subscribes
 first, in its constructor, so a decision is saved before anyone acts on it.
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
     from app.core.edits.diff import PendingDiff
     from app.core.storage.records import Accept, Reject, Undo
 
-__all__ = ["Arrived", "Decided", "Due", "Event", "Opened", "RebaseDone", "Rebasing", "Settled"]
+__all__ = ["Arrived", "Checked", "Decided", "Due", "Ended", "Event", "Opened", "RebaseDone",
+           "Rebasing", "Settled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,4 +56,18 @@ class Opened:
     pending: PendingDiff
 
 
-Event = Arrived | Due | Rebasing | RebaseDone | Decided | Settled | Opened
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """An answer ended (`turn`: the conversation's Turn); its edits are closed."""
+
+    turn: object
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A check of a proposal started or ended (`turn.check` says which, and how)."""
+
+    turn: object
+
+
+Event = Arrived | Due | Rebasing | RebaseDone | Decided | Settled | Opened | Ended | Checked

@@ -67,6 +67,17 @@ def failed_tests(output: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+_TELLING = re.compile(r"^(?:E |FAILED |ERROR |FAIL: |\S*Error\b|error)")
+
+
+def gist(output: str, n: int = 3) -> list[str]:
+    """The `n` lines of a failing check's output that say most: pytest's `E` lines and its
+    summary, an error's name; else its last lines."""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    telling = [line for line in lines if _TELLING.match(line)]
+    return (telling or lines[-n:])[:n]
+
+
 def verdict(result: CheckResult) -> str:
     """One line: "✓ check 2.1 s", "✗ check: 1 failed (test_sub)", "✗ check: exited 2"..."""
     if result.passed:
