@@ -63,6 +63,9 @@ def main(argv: list[str]) -> int:
     k.add_argument("--rate", type=float, default=1000.0, help="the scripted server's tokens/s")
     k.add_argument("--model-path", help="another GGUF for the model back-end")
     k.add_argument("--rows", action="store_true", help="also print every task's figures")
+    k.add_argument("--check", action="store_true", help="each task with a test that only its "
+                   "exact result passes, checked before any accept, a failure sent back up to "
+                   "2 times (app/bench/task_check.py)")
     m = sub.add_parser("model", help="the embedded model through steer (steer serve, the "
                        "WebSocket) vs a direct llama-cpp-python call on the same prompt")
     m.add_argument("--trials", type=int, default=6)
@@ -115,7 +118,7 @@ def main(argv: list[str]) -> int:
         from app.bench import task
         result = task.run(quick=args.quick, formats=args.formats.split(","),
                           backends=args.backends.split(","), rate=args.rate,
-                          model_path=args.model_path, rows=args.rows)
+                          model_path=args.model_path, rows=args.rows, check=args.check)
     elif args.which == "context":
         from app.bench import context
         result = context.run(files=args.files, n_instructions=args.instructions,
