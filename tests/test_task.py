@@ -116,3 +116,20 @@ async def test_a_newcomers_first_request_never_proposes_deleting_unrelated_code(
     assert 'if __name__ == "__main__":\n    print(greet("world"))\n' in text
     assert "def greet(name" in text
     await session.aclose()
+
+
+def test_bench_task_check_fixes_the_broken_third_and_counts_what_would_have_reached_disk():
+    """`steer bench task --check` (app/bench/task_check.py): the scripted first answer is
+    broken in tasks 1 and 4 of 6; the check catches each, the fix sent back passes, and the
+    broken proposals are the ones Accept all would have written without it."""
+    from app.bench.task_check import broken
+
+    for t in make_tasks(quick=True):
+        assert broken(t) != t.expected and broken(t).count("\n") == t.expected.count("\n")
+    out = run(quick=True, backends=["scripted"], rate=0, check=True, rows=True)
+    for fmt in FORMATS:
+        f = out["scripted"][fmt]
+        assert f["pass_rate_after_fixes"] == {"0": round(4 / 6, 3), "1": 1.0, "2": 1.0}, fmt
+        assert f["broken_first_proposals_that_would_reach_disk"] == 2
+        assert f["written_and_exact"] == 6
+        assert [r["passed_at"] for r in f["rows"]] == [1, 0, 0, 1, 0, 0]
