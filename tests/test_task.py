@@ -129,7 +129,12 @@ def test_bench_task_check_fixes_the_broken_third_and_counts_what_would_have_reac
     out = run(quick=True, backends=["scripted"], rate=0, check=True, rows=True)
     for fmt in FORMATS:
         f = out["scripted"][fmt]
+        assert f["broken_first_proposals_that_would_reach_disk"] == 2, fmt
+        # nothing that failed the check was written, in any format
+        assert all(r["written"] == (r["passed_at"] is not None) for r in f["rows"]), fmt
+        assert [r["passed_at"] == 0 for r in f["rows"]] == [False, True, True, False, True, True]
+    for fmt in ("whole", "search_replace"):  # the fix, sent against the proposal, applies
+        f = out["scripted"][fmt]
         assert f["pass_rate_after_fixes"] == {"0": round(4 / 6, 3), "1": 1.0, "2": 1.0}, fmt
-        assert f["broken_first_proposals_that_would_reach_disk"] == 2
         assert f["written_and_exact"] == 6
         assert [r["passed_at"] for r in f["rows"]] == [1, 0, 0, 1, 0, 0]

@@ -270,21 +270,29 @@ async def _scripted(tasks: list[Task], formats: list[str], rate: float, root: Pa
 
     result = {}
     for fmt in formats:
-        answers = (task_check.scripted_answers(tasks, fmt) if check
-                   else [scripted_answer(t, fmt) for t in tasks])
-        server = ChatServer(replay=answers, rate=rate)
+        if check:  # a server per task: a fix that does not apply cannot shift the next task
+            rows = []
+            for i, t in enumerate(tasks):
+                server = ChatServer(replay=task_check.scripted_answers(tasks, fmt, only=i),
+                                    rate=rate)
+                await server.start()
+                provider = OpenAIChat(server.base_url, "scripted")
+                try:
+                    rows.append(await task_check.one(t, provider, fmt, root / "scripted"))
+                finally:
+                    await provider.aclose()
+                    await server.close()
+            result[fmt] = {**task_check.summary(rows), "rows": rows}
+            continue
+        server = ChatServer(replay=[scripted_answer(t, fmt) for t in tasks], rate=rate)
         await server.start()
         provider = OpenAIChat(server.base_url, "scripted")
         try:
-            if check:
-                rows = [await task_check.one(t, provider, fmt, root / "scripted") for t in tasks]
-            else:
-                rows = [await _one(t, provider, fmt, root / "scripted") for t in tasks]
+            rows = [await _one(t, provider, fmt, root / "scripted") for t in tasks]
         finally:
             await provider.aclose()
             await server.close()
-        summary = task_check.summary(rows) if check else _summary(tasks, rows, fmt)
-        result[fmt] = {**summary, "rows": rows}
+        result[fmt] = {**_summary(tasks, rows, fmt), "rows": rows}
     return result
 
 
