@@ -118,6 +118,9 @@ class Settings(BaseSettings):
     # the app's check (!): a command run on each finished variant in a throwaway worktree
     check: str | None = None
     check_timeout: float = 120.0
+    # the check in bubblewrap: the system read-only, no network, writes only in its worktree
+    # (`steer doctor` says whether it can run here)
+    check_sandbox: bool = False
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -115,10 +115,10 @@ def main(argv: list[str]) -> int:
                                first_token_delay=args.first_token_delay, model=args.model,
                                turns=args.turns, only=args.only)
     elif args.which == "task":
-        from app.bench import task
-        result = task.run(quick=args.quick, formats=args.formats.split(","),
-                          backends=args.backends.split(","), rate=args.rate,
-                          model_path=args.model_path, rows=args.rows, check=args.check)
+        from app.bench import task, task_check
+        result = (task_check.run if args.check else task.run)(
+            quick=args.quick, formats=args.formats.split(","), backends=args.backends.split(","),
+            rate=args.rate, model_path=args.model_path, rows=args.rows)
     elif args.which == "context":
         from app.bench import context
         result = context.run(files=args.files, n_instructions=args.instructions,

@@ -262,28 +262,12 @@ def _summary(tasks: list[Task], rows: list[dict], fmt: str) -> dict:
     return out
 
 
-async def _scripted(tasks: list[Task], formats: list[str], rate: float, root: Path,
-                    check: bool = False) -> dict:
-    from app.bench import task_check
+async def _scripted(tasks: list[Task], formats: list[str], rate: float, root: Path) -> dict:
     from app.providers.openai_chat import OpenAIChat
     from app.server.chat_server import ChatServer
 
     result = {}
     for fmt in formats:
-        if check:  # a server per task: a fix that does not apply cannot shift the next task
-            rows = []
-            for i, t in enumerate(tasks):
-                server = ChatServer(replay=task_check.scripted_answers(tasks, fmt, only=i),
-                                    rate=rate)
-                await server.start()
-                provider = OpenAIChat(server.base_url, "scripted")
-                try:
-                    rows.append(await task_check.one(t, provider, fmt, root / "scripted"))
-                finally:
-                    await provider.aclose()
-                    await server.close()
-            result[fmt] = {**task_check.summary(rows), "rows": rows}
-            continue
         server = ChatServer(replay=[scripted_answer(t, fmt) for t in tasks], rate=rate)
         await server.start()
         provider = OpenAIChat(server.base_url, "scripted")
@@ -296,9 +280,7 @@ async def _scripted(tasks: list[Task], formats: list[str], rate: float, root: Pa
     return result
 
 
-async def _model(tasks: list[Task], formats: list[str], model_path: str | None, root: Path,
-                 check: bool = False) -> dict:
-    from app.bench import task_check
+async def _model(tasks: list[Task], formats: list[str], model_path: str | None, root: Path) -> dict:
     from app.providers.local import LocalModel
 
     provider = LocalModel(model_path)
@@ -307,30 +289,21 @@ async def _model(tasks: list[Task], formats: list[str], model_path: str | None, 
     for fmt in formats:
         rows = []
         for i, t in enumerate(tasks, 1):
-            if check:
-                rows.append(await task_check.one(t, provider, fmt, root / "model"))
-                r = rows[-1]
-                print(f"steer bench task --check: model {fmt} {i}/{len(tasks)} {t.name}: "
-                      f"passed at round {r['passed_at']}, {r['tokens']} tok", file=sys.stderr,
-                      flush=True)
-                continue
             rows.append(await _one(t, provider, fmt, root / "model"))
             r = rows[-1]
             print(f"steer bench task: model {fmt} {i}/{len(tasks)} {t.name}: "
                   f"{'exact' if r['exact'] else 'not exact'}, {r['tokens']} tok, "
                   f"{r['enter_to_disk_s']:.1f} s", file=sys.stderr, flush=True)
-        summary = task_check.summary(rows) if check else _summary(tasks, rows, fmt)
-        result[fmt] = {**summary, "rows": rows}
+        result[fmt] = {**_summary(tasks, rows, fmt), "rows": rows}
     return result
 
 
 def run(quick: bool = False, formats: list[str] | None = None, backends: list[str] | None = None,
-        rate: float = 1000.0, model_path: str | None = None, rows: bool = False,
-        check: bool = False) -> dict:
+        rate: float = 1000.0, model_path: str | None = None, rows: bool = False) -> dict:
     tasks = make_tasks(quick)
     formats = formats or list(FORMATS)
     backends = backends or ["scripted", "model"]
-    out: dict = {"bench": "task", "tasks": len(tasks), "quick": quick, "check": check,
+    out: dict = {"bench": "task", "tasks": len(tasks), "quick": quick,
                  "task_names": [t.name for t in tasks],
                  "mean_file_lines": round(statistics.mean(t.base.count("\n") for t in tasks), 1)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -340,9 +313,9 @@ def run(quick: bool = False, formats: list[str] | None = None, backends: list[st
         try:
             if "scripted" in backends:
                 out["scripted"] = {"rate_tokens_per_s": rate,
-                                   **asyncio.run(_scripted(tasks, formats, rate, root, check))}
+                                   **asyncio.run(_scripted(tasks, formats, rate, root))}
             if "model" in backends:
-                out["model"] = asyncio.run(_model(tasks, formats, model_path, root, check))
+                out["model"] = asyncio.run(_model(tasks, formats, model_path, root))
         finally:
             if old is None:
                 os.environ.pop("XDG_STATE_HOME", None)

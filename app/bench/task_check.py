@@ -136,3 +136,80 @@ def summary(rows: list[dict]) -> dict:
                                                           for r in rows),
         "written_and_exact": sum(1 for r in rows if r["written"] and r["exact"]),
     }
+
+
+async def _scripted(tasks: list[Task], formats: list[str], rate: float, root: Path) -> dict:
+    from app.providers.openai_chat import OpenAIChat
+    from app.server.chat_server import ChatServer
+
+    result = {}
+    for fmt in formats:
+        rows = []
+        for i, t in enumerate(tasks):  # a server per task: a fix that does not apply cannot
+            server = ChatServer(replay=scripted_answers(tasks, fmt, only=i), rate=rate)
+            await server.start()  # shift the next task's answers
+            provider = OpenAIChat(server.base_url, "scripted")
+            try:
+                rows.append(await one(t, provider, fmt, root / "scripted"))
+            finally:
+                await provider.aclose()
+                await server.close()
+        result[fmt] = {**summary(rows), "rows": rows}
+    return result
+
+
+async def _model(tasks: list[Task], formats: list[str], model_path: str | None, root: Path) -> dict:
+    from app.providers.local import LocalModel
+
+    provider = LocalModel(model_path)
+    await provider.warm()
+    result = {}
+    try:
+        for fmt in formats:
+            rows = []
+            for i, t in enumerate(tasks, 1):
+                rows.append(await one(t, provider, fmt, root / "model"))
+                r = rows[-1]
+                print(f"steer bench task --check: model {fmt} {i}/{len(tasks)} {t.name}: "
+                      f"passed at round {r['passed_at']}, {r['tokens']} tok", file=sys.stderr,
+                      flush=True)
+            result[fmt] = {**summary(rows), "rows": rows}
+    finally:
+        await provider.aclose()
+    return result
+
+
+def run(quick: bool = False, formats: list[str] | None = None, backends: list[str] | None = None,
+        rate: float = 1000.0, model_path: str | None = None, rows: bool = False) -> dict:
+    import asyncio
+    import os
+    import tempfile
+
+    from app.bench.task import make_tasks
+    from app.core.edits.formats import FORMATS
+
+    tasks = make_tasks(quick)
+    formats = formats or list(FORMATS)
+    backends = backends or ["scripted", "model"]
+    out: dict = {"bench": "task", "check": True, "fixes": FIXES, "tasks": len(tasks),
+                 "quick": quick, "task_names": [t.name for t in tasks]}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        old = os.environ.get("XDG_STATE_HOME")
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # the journal of these runs
+        try:
+            if "scripted" in backends:
+                out["scripted"] = {"rate_tokens_per_s": rate,
+                                   **asyncio.run(_scripted(tasks, formats, rate, root))}
+            if "model" in backends:
+                out["model"] = asyncio.run(_model(tasks, formats, model_path, root))
+        finally:
+            if old is None:
+                os.environ.pop("XDG_STATE_HOME", None)
+            else:
+                os.environ["XDG_STATE_HOME"] = old
+    if not rows:
+        for backend in ("scripted", "model"):
+            for fmt in formats:
+                out.get(backend, {}).get(fmt, {}).pop("rows", None)
+    return out

@@ -67,6 +67,9 @@ def _run_parser() -> argparse.ArgumentParser:
                         "git worktree: --accept all writes it only if CMD exits 0 (exit 4 and "
                         "nothing written otherwise); with --variants, on each variant, and the "
                         "first it passes is written. CMD runs the proposal's code")
+    p.add_argument("--check-sandbox", action="store_true",
+                   help="run the check in bubblewrap: the system read-only, no network, writes "
+                        "only in its worktree (config: check_sandbox = true)")
     p.add_argument("--fix", type=int, default=0, metavar="N",
                    help="with --check: send a failing check's output back, up to N times, and "
                         "take the first proposal that passes")
@@ -136,6 +139,7 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
             settings = settings.model_copy(update={"tools": False})
         if args.no_rules:
             settings = settings.model_copy(update={"rules": False})
+        args.check_sandbox = args.check_sandbox or settings.check_sandbox
         provider = build_provider(settings, cwd=ws.root)
     except ConfigError as exc:
         print(f"steer: {exc}", file=sys.stderr)
@@ -248,7 +252,7 @@ async def _run_turn(args, ws, state: dict, session, live, repo) -> int:
             from app.cli.run_check import check_rounds
 
             rounds = await check_rounds(session, ws.root, args.check, args.check_timeout,
-                                        args.fix)
+                                        args.fix, sandbox=args.check_sandbox)
     finally:
         ticker.cancel()
         await provider.aclose()

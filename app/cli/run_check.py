@@ -40,7 +40,7 @@ def say(line: str) -> None:
 
 def check_error(args, root: Path) -> str | None:
     """Why --check / --fix cannot run here, said before any request."""
-    from app.core.variants.check import command_error, refusal
+    from app.core.variants.check import command_error, refusal, sandbox_problem
 
     if args.fix and not args.check:
         return "--fix N sends a failing check back: give the check (--check CMD)"
@@ -52,11 +52,14 @@ def check_error(args, root: Path) -> str | None:
     if why:
         return why
     why = refusal(root)
-    return f"--check: {why}" if why else None
+    if why:
+        return f"--check: {why}"
+    why = sandbox_problem() if args.check_sandbox else None
+    return f"--check-sandbox: {why}" if why else None
 
 
 async def check_rounds(session, root: Path, cmd: str, timeout: float, fix: int,
-                       follow=None) -> list[Round]:
+                       follow=None, sandbox: bool = False) -> list[Round]:
     """Check the session's answer (it has ended); while it fails and `fix` allows, send the
     failure back and check the answer to that. `follow`: an awaitable factory that shows an
     answer while it streams (the live status)."""
@@ -71,7 +74,7 @@ async def check_rounds(session, root: Path, cmd: str, timeout: float, fix: int,
         rounds.append(rnd)
         if not turn.complete:
             return rounds
-        checks = Checks(root, cmd, timeout=timeout)
+        checks = Checks(root, cmd, timeout=timeout, sandbox=sandbox)
         try:
             checks.start(rnd.n, final_files(session.pending))
             checks.close_starts()

@@ -95,7 +95,8 @@ async def _race(args: argparse.Namespace, ws, variants, state: dict) -> int:
     from app.core.variants.check import Checks
     from app.core.variants.group import final_files
 
-    checks = Checks(ws.root, args.check, timeout=args.check_timeout) if args.check else None
+    checks = Checks(ws.root, args.check, timeout=args.check_timeout,
+                    sandbox=args.check_sandbox) if args.check else None
     ended: list[int] = []
 
     async def one(v) -> None:

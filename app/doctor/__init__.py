@@ -68,6 +68,12 @@ def gather(s: Settings, skip_model: bool) -> tuple[dict, list[str]]:
         failures += bad
     else:
         report["endpoint"] = {"checked": False, "why": "no remote endpoint is configured"}
+    from app.core.variants.check import sandbox_problem
+
+    why = sandbox_problem()  # check_sandbox = true needs it
+    report["sandbox"] = {"works": why is None, "why": why, "on": s.check_sandbox}
+    if why and s.check_sandbox:
+        failures.append(f"check_sandbox = true, but {why}")
     from app.providers.local_serve import log_path
 
     log = log_path()
@@ -149,6 +155,11 @@ def render(r: dict) -> str:
                                          else ", the configured one NOT listed")
             if "models" in e else "")
         row("endpoint", f"{'ok' if e['ok'] else 'FAILED'}  GET {e['url']} {said}{more}")
+    box = r.get("sandbox")
+    if box is not None:
+        row("sandbox", ("bubblewrap works here: check_sandbox = true runs checks with the "
+                        "system read-only, no network" + (" (on)" if box["on"] else ""))
+            if box["works"] else f"check_sandbox cannot run here: {box['why']}")
     s = r["server"]
     running = [f"steer serve pid {x['pid']} on {x['address']}: "
                + (f"{_mb(x['rss_bytes'])} resident" if x["answers"] else

@@ -20,6 +20,7 @@ from app.core.edits.hunks import OPEN
 from app.core.knowledge.service import Knowledge
 from app.core.provider import Provider
 from app.core.text.plural import plural
+from app.core.variants.check import CheckCommand
 from app.core.variants.group import Variants
 from app.ui import actions, compat
 from app.ui.dialogs.help import HelpScreen
@@ -68,7 +69,8 @@ class SteerApp(PlainToasts, App):  # every toast plain text: app/ui/plain_toasts
         self.variants = Variants(self.session)
         self.main = MainScreen(self.variants, context=context, watch_files=watch_files, blink=blink,
                                welcome=first, keys=self.key_names, ask=ask,
-                               check=(self.settings.check, self.settings.check_timeout))
+                               check=CheckCommand(self.settings.check, self.settings.check_timeout,
+                                                  self.settings.check_sandbox))
         self.main.default_variants = self.settings.variants
         if knowledge is not None:  # the map follows the watcher's events (the LiveTree's)
             self.main.live.updates.subscribe(knowledge.saw_update)

@@ -27,6 +27,7 @@ from app.core.conversation.session import Session
 from app.core.git.live_tree import LiveTree
 from app.core.listeners import Listeners
 from app.core.review.events import Arrived, Checked, Due
+from app.core.variants.check import CheckCommand
 from app.core.variants.group import SetChanged, Variants
 from app.core.variants.proposal_check import ProposalCheck
 from app.ui import actions
@@ -61,10 +62,11 @@ class MainScreen(KeysScreen):
     def __init__(self, variants: Variants, *, context: Iterable[str] = (), watch_files: bool = True,
                  blink: bool = True, welcome: list[WelcomeRow] | None = None,
                  keys: dict[str, str] | None = None, ask: VariantBackends | None = None,
-                 check: tuple[str | None, float] = (None, 120.0)) -> None:
+                 check: CheckCommand | None = None) -> None:
         super().__init__(id="main-screen")
         self.variants = variants
         session = variants.session
+        check = check or CheckCommand()
         self.set = VariantSet(variants, ask, check)  # asking, checking, comparing variants
         self.default_variants = 1  # how many variants a new instruction is asked as
         self.welcome = welcome or []  # the conversation pane's first screen (no message yet)
@@ -74,8 +76,8 @@ class MainScreen(KeysScreen):
                              session.changes.write_lock, variants)
         # every finished proposal checked before any accept, when a check command is set
         # (app/core/variants/proposal_check.py); its verdict redraws the answer's title
-        cmd, timeout = check
-        self.checker = ProposalCheck(session, cmd, timeout=timeout) if cmd else None
+        self.checker = ProposalCheck(session, check.cmd, timeout=check.timeout,
+                                     sandbox=check.sandbox) if check.cmd else None
         if self.checker is not None:
             session.changes.subscribe(self._checked)
         self.core_state = CoreState(variants, self.live, self.checker)  # the conditions core owns

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 
 from app.core.edits.hunks import Hunk
 from app.core.provider import Provider
-from app.core.variants.check import CheckRefused, CheckResult, Checks
+from app.core.variants.check import CheckCommand, CheckRefused, CheckResult, Checks
 from app.core.variants.group import Variants, VariantsRefused, final_files
 from app.ui.dialogs.compare import CompareScreen
 from app.view import variants as shown
@@ -27,10 +27,10 @@ Said = tuple[str, Literal["information", "warning", "error"]]  # a message for t
 
 class VariantSet:
     def __init__(self, variants: Variants, ask: VariantBackends | None,
-                 check: tuple[str | None, float]) -> None:
+                 check: CheckCommand) -> None:
         self.variants = variants
         self.backends = ask
-        self.command, self.timeout = check
+        self.command, self.timeout, self.sandbox = check.cmd, check.timeout, check.sandbox
         self.checks: dict[int, CheckResult] = {}  # this set's results, by variant
 
     def ask(self, text: str, n: int) -> Said | None:
@@ -80,7 +80,7 @@ class VariantSet:
             return "no variant has finished yet", "warning"
         try:  # it asks git and reads /proc first: off the event loop
             checks = await asyncio.to_thread(Checks, self.variants.main.ws.root, cmd,
-                                             timeout=self.timeout)
+                                             timeout=self.timeout, sandbox=self.sandbox)
         except CheckRefused as exc:
             return str(exc), "warning"
         say(f"checking {len(done)} variant(s): {cmd}")

@@ -91,6 +91,45 @@ def verdict(result: CheckResult) -> str:
     return f"✗ check: exited {result.exit_code}"
 
 
+@dataclass(frozen=True)
+class CheckCommand:
+    """What a check runs and how: the user's command line (None: no check), its time limit,
+    and whether it runs in the sandbox (`check_sandbox`)."""
+
+    cmd: str | None = None
+    timeout: float = 120.0
+    sandbox: bool = False
+
+
+def sandbox_argv(tree: Path, gitdir: Path | None, cwd: Path) -> list[str]:
+    """bubblewrap around a check (`check_sandbox = true`): the whole system read-only, no
+    network, a private /tmp, and writable only the worktree (and its own git folder, so git
+    works in it; `gitdir` is .git/worktrees/NAME)."""
+    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", "--bind", str(tree), str(tree)]
+    if gitdir is not None:  # the repository's git folder read-only (the tmpfs may hide it)
+        argv += ["--ro-bind", str(gitdir.parent.parent), str(gitdir.parent.parent),
+                 "--bind", str(gitdir), str(gitdir)]
+    return argv + ["--unshare-net", "--die-with-parent", "--chdir", str(cwd)]
+
+
+def sandbox_problem() -> str | None:
+    """Why the check sandbox cannot run here (None: it can): bubblewrap missing, or the
+    kernel refusing it the namespaces it needs (some containers do)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    try:
+        run = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net",
+                              "--die-with-parent", "true"], capture_output=True, text=True,
+                             timeout=20)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bwrap cannot start: {_one_line(exc)}"
+    if run.returncode != 0:
+        return "bwrap cannot make its sandbox here: " + (run.stderr.strip().splitlines() or
+                                                         [f"exit {run.returncode}"])[-1]
+    return None
+
+
 class CheckRefused(Exception):
     """Checks cannot run here (a one-line reason); raised before anything is made."""
 
@@ -176,13 +215,18 @@ class Checks:
     Construct it on a thread that may block briefly (it refuses, then cleans up after a dead
     steer); start() needs a running event loop. Always `await aclose()` in a finally."""
 
-    def __init__(self, root: Path, cmd: str, *, timeout: float = 120.0) -> None:
+    def __init__(self, root: Path, cmd: str, *, timeout: float = 120.0,
+                 sandbox: bool = False) -> None:
         root = Path(root)
         reason = refusal(root) or command_error(cmd, root)
+        if not reason and sandbox:
+            why = sandbox_problem()
+            reason = f"check_sandbox: {why}" if why else None
         if reason:
             raise CheckRefused(reason)
         self.cmd = cmd
         self.timeout = timeout
+        self.sandbox = sandbox
         self.root, self.prefix = worktrees.top_level(root)
         self.common = worktrees.common_dir(self.root)
         remove_stale(self.root)
@@ -340,8 +384,12 @@ class Checks:
         began = time.monotonic()
         # shielded: a cancelled spawn would have asyncio SIGKILL the shell alone, leaving
         # whatever it started meanwhile outside our reach
+        argv = ["/bin/sh", "-c", self.cmd]
+        if self.sandbox:
+            gitdir = _gitdir_of(tree)
+            argv = [*sandbox_argv(tree, gitdir, cwd), *argv]
         spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-            "/bin/sh", "-c", self.cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            *argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True))
         try:
             proc = await asyncio.shield(spawn)
@@ -429,6 +477,16 @@ async def _end_group(proc: asyncio.subprocess.Process) -> None:
     while group_alive(pgid) and time.monotonic() < deadline:
         _signal_group(pgid, signal.SIGKILL)
         await asyncio.sleep(0.02)
+
+
+def _gitdir_of(tree: Path) -> Path | None:
+    """A worktree's own git folder (its `.git` file says where: in the repository's
+    worktrees/), which git writes while it works there."""
+    try:
+        text = (tree / ".git").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return Path(text.removeprefix("gitdir:").strip()) if text.startswith("gitdir:") else None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -58,8 +58,9 @@ class ProposalCheck:
     """Checks each finished proposal of `session` with `cmd`; one check at a time (a newer
     proposal stops the one running)."""
 
-    def __init__(self, session: Session, cmd: str, *, timeout: float = 120.0) -> None:
-        self.session, self.cmd, self.timeout = session, cmd, timeout
+    def __init__(self, session: Session, cmd: str, *, timeout: float = 120.0,
+                 sandbox: bool = False) -> None:
+        self.session, self.cmd, self.timeout, self.sandbox = session, cmd, timeout, sandbox
         self.last: tuple[Turn, CheckResult] | None = None  # the last check that ended
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe = session.changes.subscribe(self._heard)
@@ -107,7 +108,7 @@ class ProposalCheck:
         checks = None
         try:
             checks = await asyncio.to_thread(Checks, Path(self.session.ws.root), self.cmd,
-                                             timeout=self.timeout)
+                                             timeout=self.timeout, sandbox=self.sandbox)
             checks.start(1, files)
             checks.close_starts()
             await checks.first_pass()
