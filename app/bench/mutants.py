@@ -60,8 +60,10 @@ ROOMS: dict[str, Room] = {
                     "tests/test_redirect_leftovers.py", "tests/test_sync.py", "tests/test_git.py",
                     "tests/test_sessions.py", "tests/test_kill_resume.py")),
     "lookup": Room(("app/core/knowledge/lookup.py",), ("tests/test_lookup.py",)),
-    "check": Room(("app/core/variants/check.py", "app/core/variants/worktrees.py"),
-                  ("tests/test_variant_check.py",)),
+    "check": Room(("app/core/variants/check.py", "app/core/variants/worktrees.py",
+                   "app/core/variants/proposal_check.py"),
+                  ("tests/test_variant_check.py", "tests/test_check_sandbox.py",
+                   "tests/test_proposal_check.py", "tests/test_run_fix.py")),
 }
 
 # `mutmut results --all true` prints "    NAME: STATUS"
