@@ -1,6 +1,6 @@
 """`check_sandbox = true` (app/core/variants/check.py): the check runs in bubblewrap, with
-the system read-only, no network and a private /tmp; it writes in its worktree (git works
-there) and nowhere else. The same command without the sandbox writes where it likes: the
+the system read-only (/tmp too: its TMPDIR is in its worktree) and no network; it writes in
+its worktree (git works there) and nowhere else. The same command without the sandbox writes where it likes: the
 difference is the sandbox's. A real bwrap, a real server on 127.0.0.1, a real worktree."""
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ async def test_the_sandboxed_check_writes_only_in_its_worktree_and_reaches_no_ne
              + shlex.quote("import socket,sys\ntry:\n socket.create_connection(('127.0.0.1', "
                            f"{port}), timeout=5); print('NET: reached')\n"
                            "except OSError as e: print('NET: refused', e)\n"))
-    fixed = Path("/var/tmp") / f"steer-sandbox-{tmp_path.name}.txt"  # not under the private /tmp
+    fixed = Path("/var/tmp") / f"steer-sandbox-{tmp_path.name}.txt"
     cmd = (f"cat f.txt; echo made > inside.txt && cat inside.txt; git status --short; "
+           f"{shlex.quote(sys.executable)} -c 'import tempfile; tempfile.mkstemp(); print(\"TMP: ok\")'; "
            f"{probe}; echo leak > {shlex.quote(str(outside))}; "
            f"echo leak > {shlex.quote(str(fixed))} || echo 'OUTSIDE: refused'; true")
     try:
@@ -49,9 +50,9 @@ async def test_the_sandboxed_check_writes_only_in_its_worktree_and_reaches_no_ne
         assert boxed.passed, boxed.output
         out = boxed.output
         assert "proposed" in out and "made" in out  # the proposal, and a write in the worktree
+        assert "TMP: ok" in out  # temporary files: in the worktree's TMPDIR
         assert "?? inside.txt" in out and " M f.txt" in out  # git works in it
         assert "NET: refused" in out and "NET: reached" not in out
-        # a write outside: refused (read-only), or into the sandbox's own /tmp, gone with it
         assert "OUTSIDE: refused" in out and not fixed.exists() and not outside.exists()
         free = await run_check(root, cmd, sandbox=False)  # the same command, no sandbox
         assert "NET: reached" in free.output and outside.read_text() == "leak\n"

@@ -103,13 +103,16 @@ class CheckCommand:
 
 def sandbox_argv(tree: Path, gitdir: Path | None, cwd: Path) -> list[str]:
     """bubblewrap around a check (`check_sandbox = true`): the whole system read-only, no
-    network, a private /tmp, and writable only the worktree (and its own git folder, so git
-    works in it; `gitdir` is .git/worktrees/NAME)."""
+    network, and writable only the worktree (and its own git folder, so git works in it;
+    `gitdir` is .git/worktrees/NAME)."""
+    # /tmp stays as it is, read-only (a venv or the project itself may live there); the
+    # temporary files of the check go in a folder of its worktree (TMPDIR)
+    tmp = tree / ".steer-tmp"
+    tmp.mkdir(exist_ok=True)
     argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--bind", str(tree), str(tree)]
-    if gitdir is not None:  # the repository's git folder read-only (the tmpfs may hide it)
-        argv += ["--ro-bind", str(gitdir.parent.parent), str(gitdir.parent.parent),
-                 "--bind", str(gitdir), str(gitdir)]
+            "--bind", str(tree), str(tree), "--setenv", "TMPDIR", str(tmp)]
+    if gitdir is not None:
+        argv += ["--bind", str(gitdir), str(gitdir)]
     return argv + ["--unshare-net", "--die-with-parent", "--chdir", str(cwd)]
 
 
