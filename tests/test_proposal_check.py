@@ -7,9 +7,8 @@ real Session and app (Pilot), real pytest as the check, a real server on 127.0.0
 from __future__ import annotations
 
 import asyncio
-import shlex
-import sys
 
+from calc_check import BROKEN, CALC, CHECK, FIXED, GOOD, TESTS
 from conftest import git, init_repo, sr
 from pilot import SIZE, reviewing, until
 
@@ -23,15 +22,6 @@ from app.providers.openai_chat import OpenAIChat
 from app.server.chat_server import ChatServer
 from app.ui.app import SteerApp
 from app.ui.widgets.prompt import PromptInput
-
-CHECK = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider test_calc.py"
-CALC = "def add(a, b):\n    return a + b\n"
-TESTS = ("from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 1) == 3\n\n\n"
-         "def test_sub():\n    assert sub(2, 1) == 1\n")
-BROKEN = "Added sub.\n\n" + sr("calc.py", CALC, CALC + "\n\ndef sub(a, b):\n    return a + b\n")
-FIXED = ("Fixed sub.\n\n"
-         + sr("calc.py", "def sub(a, b):\n    return a + b\n", "def sub(a, b):\n    return a - b\n"))
-GOOD = CALC + "\n\ndef sub(a, b):\n    return a - b\n"
 
 
 def checked(session: Session) -> asyncio.Event:

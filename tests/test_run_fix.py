@@ -8,26 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import git, init_repo, sr
+from calc_check import BROKEN, CALC, CHECK, FIXED, GOOD, TESTS
+from conftest import git, init_repo
 
 from app.server.chat_server import ServerThread
 
 STEER = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
 HERE = Path(__file__).resolve().parents[1]
-CHECK = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider test_calc.py"
-
-CALC = "def add(a, b):\n    return a + b\n"
-TESTS = ("from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 1) == 3\n\n\n"
-         "def test_sub():\n    assert sub(2, 1) == 1\n")
-BROKEN = "Added sub.\n\n" + sr("calc.py", CALC, CALC + "\n\ndef sub(a, b):\n    return a + b\n")
-FIXED = ("Fixed sub.\n\n"
-         + sr("calc.py", "def sub(a, b):\n    return a + b\n", "def sub(a, b):\n    return a - b\n"))
-GOOD = CALC + "\n\ndef sub(a, b):\n    return a - b\n"
 
 
 def repo_at(tmp_path: Path) -> Path:

@@ -32,6 +32,7 @@ import tempfile
 import textwrap
 import time
 import tokenize
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -302,20 +303,29 @@ def run(quick: bool = False, formats: list[str] | None = None, backends: list[st
         rate: float = 1000.0, model_path: str | None = None, rows: bool = False) -> dict:
     tasks = make_tasks(quick)
     formats = formats or list(FORMATS)
-    backends = backends or ["scripted", "model"]
     out: dict = {"bench": "task", "tasks": len(tasks), "quick": quick,
                  "task_names": [t.name for t in tasks],
                  "mean_file_lines": round(statistics.mean(t.base.count("\n") for t in tasks), 1)}
+    return run_backends(out, formats, backends, rows,
+                        lambda root: _scripted(tasks, formats, rate, root),
+                        lambda root: _model(tasks, formats, model_path, root), rate)
+
+
+def run_backends(out: dict, formats: list[str], backends: list[str] | None, rows: bool,
+                 scripted: Callable[[Path], Coroutine[None, None, dict]],
+                 model: Callable[[Path], Coroutine[None, None, dict]], rate: float) -> dict:
+    """Run the back-ends asked for in a scratch folder (their journal too), into `out`;
+    every task's row kept only with `rows`. Shared with task_check.py."""
+    backends = backends or ["scripted", "model"]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         old = os.environ.get("XDG_STATE_HOME")
         os.environ["XDG_STATE_HOME"] = str(root / "state")  # the journal of these runs
         try:
             if "scripted" in backends:
-                out["scripted"] = {"rate_tokens_per_s": rate,
-                                   **asyncio.run(_scripted(tasks, formats, rate, root))}
+                out["scripted"] = {"rate_tokens_per_s": rate, **asyncio.run(scripted(root))}
             if "model" in backends:
-                out["model"] = asyncio.run(_model(tasks, formats, model_path, root))
+                out["model"] = asyncio.run(model(root))
         finally:
             if old is None:
                 os.environ.pop("XDG_STATE_HOME", None)

@@ -181,35 +181,13 @@ async def _model(tasks: list[Task], formats: list[str], model_path: str | None, 
 
 def run(quick: bool = False, formats: list[str] | None = None, backends: list[str] | None = None,
         rate: float = 1000.0, model_path: str | None = None, rows: bool = False) -> dict:
-    import asyncio
-    import os
-    import tempfile
-
-    from app.bench.task import make_tasks
+    from app.bench.task import make_tasks, run_backends
     from app.core.edits.formats import FORMATS
 
     tasks = make_tasks(quick)
     formats = formats or list(FORMATS)
-    backends = backends or ["scripted", "model"]
     out: dict = {"bench": "task", "check": True, "fixes": FIXES, "tasks": len(tasks),
                  "quick": quick, "task_names": [t.name for t in tasks]}
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        old = os.environ.get("XDG_STATE_HOME")
-        os.environ["XDG_STATE_HOME"] = str(root / "state")  # the journal of these runs
-        try:
-            if "scripted" in backends:
-                out["scripted"] = {"rate_tokens_per_s": rate,
-                                   **asyncio.run(_scripted(tasks, formats, rate, root))}
-            if "model" in backends:
-                out["model"] = asyncio.run(_model(tasks, formats, model_path, root))
-        finally:
-            if old is None:
-                os.environ.pop("XDG_STATE_HOME", None)
-            else:
-                os.environ["XDG_STATE_HOME"] = old
-    if not rows:
-        for backend in ("scripted", "model"):
-            for fmt in formats:
-                out.get(backend, {}).get(fmt, {}).pop("rows", None)
-    return out
+    return run_backends(out, formats, backends, rows,
+                        lambda root: _scripted(tasks, formats, rate, root),
+                        lambda root: _model(tasks, formats, model_path, root), rate)
