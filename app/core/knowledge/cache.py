@@ -49,6 +49,9 @@ class Cached:
     stats: dict[str, tuple[str, tuple[int, int, int]]] = field(default_factory=dict)
     tags: dict[str, Tags | None] = field(default_factory=dict)
     rank: dict[str, float] = field(default_factory=dict)
+    # path -> key of a file recorded without its stat (fresh at save): it is read again, and
+    # most likely hashes to that key, whose tags then serve without a parse
+    unsure: dict[str, str] = field(default_factory=dict)
 
 
 class TagCache:
@@ -75,6 +78,8 @@ class TagCache:
                 for path, key, st, tags in marshal.loads(frame):
                     if st is not None:
                         out.stats[path] = (key, tuple(st))
+                    else:
+                        out.unsure[path] = key
                     out.tags[key] = tags
         except (ValueError, EOFError, TypeError, IndexError, struct.error):
             return Cached()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from app.core.knowledge import workers as worker_processes
 from app.core.knowledge.cache import Cached
@@ -22,6 +22,8 @@ IN_THREAD = 256  # fewer files than this to parse: no worker processes
 # seconds a build's parse would take, to decide whether a one-shot caller waits for it.
 PARSE_RATE = 1.0e6  # bytes a second
 PER_FILE = 0.3e-3  # seconds
+HASH_RATE = 100e6  # bytes a second read and hashed (a file whose cached tags serve)
+PER_READ = 0.05e-3  # seconds
 # A one-shot caller (`steer run`: no screen to keep free) parses in its own thread when that
 # takes at most this long: worker processes cost about a second to start.
 ONE_SHOT_IN_THREAD = 1.2
@@ -39,9 +41,13 @@ def sizes(root: str, todo: list[str]) -> list[tuple[int, str]]:
     return sized
 
 
-def estimate(sized: list[tuple[int, str]]) -> float:
-    """Seconds a parse of these files in one thread takes (PARSE_RATE, PER_FILE)."""
-    return sum(n for n, _ in sized) / PARSE_RATE + len(sized) * PER_FILE
+def estimate(sized: list[tuple[int, str]], hashed: Collection[str] = ()) -> float:
+    """Seconds a parse of these files in one thread takes (PARSE_RATE, PER_FILE); those in
+    `hashed` (their cached key is likely still theirs) cost a read and a hash instead."""
+    parse = [n for n, rel in sized if rel not in hashed]
+    hash_ = len(sized) - len(parse)
+    return (sum(parse) / PARSE_RATE + len(parse) * PER_FILE
+            + (sum(n for n, _ in sized) - sum(parse)) / HASH_RATE + hash_ * PER_READ)
 
 
 def chunks(sized: list[tuple[int, str]]) -> list[list[str]]:
