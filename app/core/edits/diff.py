@@ -385,14 +385,59 @@ class PendingDiff:
         cur.edit = self._place(fd, at, base.lines[at : at + len(old)], aligned=True, level=level)
 
     def _compose_host(self, fd: FileDiff, old: list[str]) -> tuple[Edit, int, int] | None:
-        """The SEARCH text is not in the base: maybe it is text an earlier, undecided edit of
-        this answer proposed (a model editing its own edit)."""
-        for e in fd.edits:
-            if e.complete and all(h.state == HunkState.PENDING for h in e.hunks):
-                _, hits = find_in(e.new, old)
-                if len(hits) == 1:
-                    return e, hits[0], len(old)
-        return None
+        """The old lines are not in the base: maybe they are in the file as the undecided
+        edits make it (a model editing its own edit, or a fix whose context runs from its
+        proposal into the lines around it). Found there once, the edits they touch become one
+        edit over the base lines the match covers: (that edit, where in its new text the old
+        lines are, how many). Only on a failed look-up: the file is walked once."""
+        base = fd.base.lines
+        free = [e for e in fd.edits if e.complete and e.hunks
+                and all(h.state == HunkState.PENDING for h in e.hunks)]
+        if not free:
+            return None
+        view: list[str] = []
+        spans: list[tuple[int, int, Edit | None, int]] = []  # view [a, b), edit or None: base from
+        pos = 0
+        for e in free:  # fd.edits is in base order
+            spans.append((len(view), len(view) + e.start - pos, None, pos))
+            view.extend(base[pos : e.start])
+            spans.append((len(view), len(view) + len(e.new), e, e.start))
+            view.extend(e.new)
+            pos = e.end
+        spans.append((len(view), len(view) + len(base) - pos, None, pos))
+        view.extend(base[pos:])
+        _, hits = find_in(view, old)
+        if len(hits) != 1:
+            return None
+        a, b = hits[0], hits[0] + len(old)
+        touched = [(v, w, e) for v, w, e, _ in spans if e is not None
+                   and (v < b and a < w or v == w and a < v < b)]
+        if not touched:
+            return None  # all of it is base text: not this route's to place
+
+        def in_base(v: int, end: bool) -> int:  # the base line of view line v, in base text
+            return next(at + v - s0 for s0, s1, e, at in spans
+                        if e is None and (s0 < v <= s1 if end else s0 <= v < s1))
+
+        (f0, _, host), (_, l1, last) = touched[0], touched[-1]
+        v0, b0 = (a, in_base(a, False)) if a < f0 else (f0, host.start)
+        v1, b1 = (b, in_base(b, True)) if b > l1 else (l1, last.end)
+        if any(x.decided or x not in free for x in fd.overlapping(b0, b1)):
+            return None
+        for _, _, e in touched[1:]:
+            fd.edits.remove(e)  # its hunks go to the host, which inherits their ids
+            host.hunks.extend(e.hunks)
+        host.start, host.old, host.new = b0, list(base[b0:b1]), view[v0:v1]
+        return host, a - v0, len(old)
+
+    def _compose(self, host: Edit, at: int, n: int, lines: list[str]) -> None:
+        """`lines` in place of host.new[at:at+n]: the new answer rewrote that edit's text, and
+        so proposes the edit again (a redirect's flag on it goes)."""
+        host.new[at : at + n] = lines
+        host.refine()
+        for h in host.hunks:
+            h.redirected = ""
+        self.bump(host.fd.path)
 
     def _end(self, cur: _Cursor, ev: EditEnd) -> None:
         card = self._card
@@ -422,9 +467,7 @@ class PendingDiff:
             return
         if cur.compose is not None:
             host, at, n = cur.compose
-            host.new[at : at + n] = [t for op, t in cur.ops if op == "+"]
-            host.refine()
-            self.bump(fd.path)
+            self._compose(host, at, n, [t for op, t in cur.ops if op == "+"])
             self._cur = None
             return
         edit = cur.edit
@@ -478,7 +521,10 @@ class PendingDiff:
                 level, at = locate(base.index, old, fd.path, start=fd.section_pos, first=True,
                                    excluded=fd.blocked)
             except LocateError as exc:
-                if self._in_origin(cur, old):
+                host = self._compose_host(fd, old)
+                if host is not None:  # context from the change set's own proposal
+                    self._compose(*host, [t for op, t in ops if op != "-"])
+                elif self._in_origin(cur, old):
                     self._from_origin(cur, [t for op, t in ops if op != "-"], True)
                 else:
                     self._fail(cur, str(exc))
