@@ -361,13 +361,13 @@ class MainScreen(KeysScreen):
         self.run_worker(check(), group="checks", exclusive=True)
 
     def action_send_failure(self) -> None:
-        """F: the failing check's output to the model, as the next message (a follow-up: the
-        fix goes into the same change set)."""
+        """F: the failing check's output to the model, as the next message; the fix's hunks
+        replace the failing answer's open ones, as a redirect's do (Session.send_back)."""
         message = self.checker.failure() if self.checker is not None else None
         if message is None:
             self.notify("no failing check to send", timeout=3)
             return
-        self.session.start(message)
+        self.session.send_back(message)
         self.frame(force_status=True)
 
     def _checked(self, ev: object) -> None:

@@ -166,6 +166,15 @@ class Session:
         going_on = pending is not None and any(h.state not in DECIDED for h in pending.hunks)
         return self.send(instruction, "follow-up" if going_on else "ask")
 
+    def send_back(self, message: str) -> Turn:
+        """Word on the answer that ended (a failing check's output, F) as the next message:
+        appended to the conversation, and, as a redirect's, the new answer's hunks replace
+        the still-open ones where it proposes them again; the ones it leaves are kept out of
+        a bulk accept. While an answer streams, a redirect."""
+        if self.streaming or self.pending is None or self.turn is None:
+            return self.start(message)
+        return self.send(message, "redirect")
+
     @property
     def refused(self) -> list[EditError]:
         """The edits of the answer on screen that could not be applied."""
