@@ -65,7 +65,7 @@ def test_the_conditions_are_the_state_protocols_and_the_table_reads_no_other():
     assert set(actions.CONDITIONS) == {
         "streaming", "has_variants", "hunk_open", "any_open", "can_undo", "has_queue",
         "hunk_conflict", "any_accepted", "in_git", "any_refused", "failed", "asking",
-        "line_mode", "named", "can_redo_rewind", "can_check", "check_failed"}
+        "line_mode", "named", "can_redo_rewind", "can_check", "check_failed", "checks"}
     read: list[str] = []
 
     class Reads:

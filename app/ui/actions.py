@@ -56,6 +56,8 @@ class Core(Protocol):
     def can_check(self) -> bool: ...  # `!` has something to check: the variants, or the proposal
     @property
     def check_failed(self) -> bool: ...  # the answer shown failed its check: F sends it back
+    @property
+    def checks(self) -> bool: ...  # a check command checks the answer shown (not variants)
 
 
 class Cursor(Protocol):
@@ -114,6 +116,7 @@ WHEN: dict[str, Callable[[State], object]] = {
     "whole_hunk": lambda s: s.hunk_open and not s.line_mode,
     "lines_idle": lambda s: s.line_mode and not s.streaming,
     "redo": lambda s: s.can_redo_rewind and not s.streaming,
+    "mark_check": lambda s: s.checks and s.hunk_open and not s.line_mode,
 }
 
 
@@ -272,9 +275,13 @@ ACTIONS: tuple[Action, ...] = (
            "worktree: on every finished variant (the tabs mark which passed), or on what Accept "
            "all would leave on disk (what you accepted, and the open hunks)", "Review",
            "Run the check", when="can_check"),
+    Action("mark_check", "space", "review", "mark_hunk", "Mark", "mark / unmark the open hunk "
+           "for ! (◆): the check then runs on what you accepted plus the marked hunks (none "
+           "marked: every open one, as Accept all)", "Review", "Mark hunk for the check",
+           when="mark_check", bar=3),
     Action("send_failure", "F", "screen", "screen.send_failure", "Send failure",
-           "send the failing check's output to the model as the next message; its fix goes into "
-           "the same change set", "Review", "Send the check's failure back",
+           "send the failing check's output to the model as the next message; the fix's hunks "
+           "replace the failing ones, as a redirect's do", "Review", "Send the check's failure back",
            when="check_failed", bar=1),
     Action("rewind", "ctrl+b", "screen", "screen.rewind", "Rewind", "rewind to before a turn "
            "(every turn is a checkpoint): the conversation, the files steer wrote, or both; redo",

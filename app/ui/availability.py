@@ -89,6 +89,10 @@ class CoreState:
         return self.variants.active or (self.checker is not None and not self.checker.running)
 
     @property
+    def checks(self) -> bool:
+        return self.checker is not None and not self.variants.active
+
+    @property
     def check_failed(self) -> bool:
         return (self.checker is not None and not self.variants.active and not self.streaming
                 and self.checker.failure() is not None)

@@ -56,6 +56,7 @@ class Hunk:
     # proposed by an answer the user then redirected: what they told the model to do instead
     # may not want it (PendingDiff.begin_turn); an answer that proposes it again replaces it
     redirected: str = ""
+    marked: bool = False  # marked by the user for `!`'s check (proposal_check.would_hold)
 
     @property
     def warning(self) -> str:

@@ -128,6 +128,14 @@ class Review:
             self.listeners.publish(Settled())
         return out
 
+    def mark(self, i: int) -> bool:
+        """Mark an open hunk for the check (`!`), or unmark it: the check then runs on what
+        was accepted plus the marked hunks. Whether it is marked now (False: not open)."""
+        h = self.pending.hunk(i)
+        h.marked = h.state in OPEN and not h.marked
+        self.pending.files[h.path].touch(h)
+        return h.marked
+
     def reject_file(self, path: str, reason: str = "") -> Outcome:
         return self.reject((h.id for h in self.pending.files[path].hunks), reason)
 

@@ -7,8 +7,8 @@ tree, index and refs are never touched, and the event loop never waits for it.
 The result goes on the answer's Turn (`check`: "✓ check 2.1 s", "✗ check: 1 failed
 (test_sub)"; `check_output`: the end of what it printed), and `Checked` is published so the
 screen redraws the answer's title and card. A failure goes back to the model in one key
-(`failure()` is the message), and `recheck()` checks what the disk would hold after Accept
-all: what was accepted already, plus the open hunks.
+(`failure()` is the message), and `recheck()` checks what the disk would hold: what was
+accepted already, plus the hunks the user marked (none marked: every open one).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from app.core.conversation import prompts
 from app.core.conversation.session import Session
 from app.core.conversation.turn import Turn
 from app.core.edits.diff import PendingDiff
-from app.core.edits.hunks import OPEN, HunkState
+from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.review.events import Checked, Ended
 from app.core.text.linediff import Change, apply_changes
 from app.core.text.textfile import encode
@@ -32,13 +32,20 @@ from app.core.variants.group import final_files
 RUNNING = "… check running"
 
 
+def marked(pending: PendingDiff) -> list[Hunk]:
+    """The open hunks the user marked for the check (Review.mark)."""
+    return [h for h in pending.hunks if h.marked and h.state in OPEN]
+
+
 def would_hold(pending: PendingDiff) -> dict[str, bytes | None]:
-    """Each file with open hunks as Accept all would leave it: what steer believes is on
-    disk (the base and the accepted hunks) with every open hunk taken."""
+    """Each file as the disk would hold it: what steer believes is there (the base and the
+    accepted hunks) with the marked open hunks taken; none marked, every open one (what
+    Accept all would leave)."""
     out: dict[str, bytes | None] = {}
+    some = bool(marked(pending))
     for fd in pending.files.values():
-        taken = sorted((h for h in fd.hunks if h.state in OPEN and h.state != HunkState.CONFLICT),
-                       key=lambda h: h.base_start)
+        taken = sorted((h for h in fd.hunks if h.state in OPEN and h.state != HunkState.CONFLICT
+                        and (h.marked or not some)), key=lambda h: h.base_start)
         if not taken:
             continue
         if fd.deleted:
@@ -84,7 +91,8 @@ class ProposalCheck:
         self._task = asyncio.get_running_loop().create_task(self._run(turn, files))
 
     def recheck(self) -> str:
-        """`!`: check what the disk would hold after Accept all. What it started, said."""
+        """`!`: check what the disk would hold with the marked hunks taken (none marked:
+        after Accept all). What it started, said."""
         pending, turn = self.session.pending, self.session.turn
         if pending is None or turn is None:
             return "nothing to check yet"
@@ -92,7 +100,10 @@ class ProposalCheck:
         if not files:
             return "no open hunks: the files on disk are what a check would see"
         self.start(turn, files)
-        return f"checking what Accept all would write ({len(files)} file(s)): {self.cmd}"
+        n = len(marked(pending))
+        what = (f"what you accepted plus the {n} marked hunk{'s' * (n != 1)}" if n else
+                "what Accept all would write")
+        return f"checking {what} ({len(files)} file(s)): {self.cmd}"
 
     def failure(self) -> str | None:
         """The follow-up that sends the last failing check back, or None (it passed, or none

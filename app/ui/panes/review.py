@@ -321,6 +321,13 @@ class ReviewPane(LineKeys, GitKeys, Vertical):
             self.post_message(SessionChanged())
             self._advance()
 
+    def action_mark_hunk(self) -> None:
+        """Space: mark the open hunk for `!`'s check, or unmark it (◆ in its header)."""
+        h, review = self.diff.hunk, self.session.review
+        if h is not None and review is not None and h.state in OPEN:
+            review.mark(h.id)
+            self.post_message(SessionChanged(force_status=False))
+
     def action_reject_with_reason(self) -> None:
         h, review = self.diff.hunk, self.session.review
         if h is None or review is None or h.state not in OPEN:

@@ -19,7 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.core.edits.file_diff import FileDiff
-from app.core.edits.hunks import Hunk, HunkState
+from app.core.edits.hunks import OPEN, Hunk, HunkState
 from app.core.text.plural import plural
 from app.ui.themes import SYNTAX_FALLBACK
 from app.ui.widgets.highlight import Highlighter
@@ -84,7 +84,7 @@ class DiffRows(ScrollView):
         key = (row, width, current, line_cur, picked, state, self.side_by_side, self.syntax, self.hscroll,
                len(h.new) if h is not None and row.kind == "hunk" else 0,
                h.incomplete if h is not None else None, h.note if h is not None else None,
-               h.warning if h is not None else None)
+               h.warning if h is not None else None, h is not None and h.marked)
         strip = self._cache.get(key)
         if strip is None:
             unlit = len(self._unlit)
@@ -111,6 +111,8 @@ class DiffRows(ScrollView):
             label += " · incomplete: the answer stopped inside it"
         if h.warning and h.state != HunkState.ACCEPTED:
             label += f" · ⚠ {h.warning}: not in accept all, y accepts it"
+        if h.marked and h.state in OPEN:
+            label += " · ◆ marked for the check (!)"
         return label
 
     def _render_row(self, row: Row, width: int, current: bool, line_cur: bool, picked: bool) -> Strip:
