@@ -196,7 +196,9 @@ def test_steer_run_with_the_default_back_end_and_an_unusable_state_dir(tmp_path)
         out = steer(repo, state, "run", "say hello", "--quiet", tmp=tmp_path)
     finally:
         stop_registered_servers(tmp_path / f"steer-{os.getuid()}" / "serve.json")
-    assert out.returncode in (0, 4), out.stderr  # 4: the tiny model named a file it may not edit
+    # 4: the tiny model named a file it may not edit; 3: it rambled to the token limit
+    assert out.returncode in (0, 3, 4), out.stderr
+    assert out.returncode != 3 or "the answer ended early (length)" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     lines = said(out)
     assert lines[0].startswith("steer: sessions cannot be kept in ") and lines[0].endswith(
