@@ -22,6 +22,7 @@ from app.bench.demo import CALC
 from app.core.disk.workspace import Workspace
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import make_parser
+from app.core.edits.formats.inferred import infer_from
 from app.providers import http_stream
 
 # `HYPOTHESIS_PROFILE=deep make test` for a long hunt; the default keeps CI quick.
@@ -64,14 +65,16 @@ def repo(tmp_path: Path) -> Path:
 
 def stream(ws: Workspace, answer: str, *, fmt: str = "search_replace", context: Iterable[str] = (),
            cuts: Iterable[int] | None = None, complete: bool = True,
-           removal_asked: bool = False) -> PendingDiff:
+           removal_asked: bool = False, infer: bool = False) -> PendingDiff:
     """Feed `answer` through parser + pending diff, cut at `cuts` (offsets) or whole.
     `removal_asked`: the instruction asked to remove something (a whole-file answer may then
-    delete what it left out; otherwise it is read as a fragment)."""
+    delete what it left out; otherwise it is read as a fragment). `infer`: a block naming no
+    file may be a context file's, as the session reads answers (formats/inferred.py)."""
     snaps = [ws.snapshot(p).prepare() for p in context]
     pending = PendingDiff(ws, snaps)
     pending.removal_asked = removal_asked
-    parser = make_parser(fmt, frozenset(s.path for s in snaps))
+    guess = infer_from({s.path: s.lines for s in snaps if s.exists}) if infer else None
+    parser = make_parser(fmt, frozenset(s.path for s in snaps), infer=guess)
     pos = 0
     for cut in sorted(set(cuts or ())):
         if pos < cut < len(answer):

@@ -37,6 +37,7 @@ from app.core.disk.workspace import Workspace
 from app.core.edits import formats
 from app.core.edits.diff import PendingDiff
 from app.core.edits.formats import fragments, make_parser
+from app.core.edits.formats.inferred import infer_from
 from app.core.edits.hunks import DECIDED, EditError
 from app.core.events import Event
 from app.core.knowledge.service import Knowledge
@@ -354,7 +355,10 @@ class Session:
         turn.content = rec.content
         self.turns.append(turn)
         known = frozenset(carried(s.path) for s in self._snapshots)  # as the request names them
-        parser = ProseOnly() if rec.agent else make_parser(self.fmt, known, self.ws.has_file)
+        # a block naming no file may be a context file's whole text, as small models write it
+        infer = infer_from({carried(s.path): s.lines for s in self._snapshots if s.exists})
+        parser = ProseOnly() if rec.agent else make_parser(self.fmt, known, self.ws.has_file,
+                                                             infer)
         self._answer = Answer(self, turn, parser, pending, messages)
         self.saving.save(rec)
         self.saving.save_lists()

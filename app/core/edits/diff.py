@@ -288,6 +288,7 @@ class PendingDiff:
                 return
             fd.claim(0, max(len(base.lines), 1))
             fd.deleted = False
+            fd.inferred = ev.inferred
             cur.edit = self._place(fd, 0, base.lines, aligned=True)
         else:  # update: placed once its old lines are known
             if ev.first_in_section:

@@ -173,6 +173,7 @@ class FileDiff:
         self.errors: list[str] = []
         self.section_pos = 0  # apply_patch: where the next chunk of this section is sought
         self.reading: fragments.Reading | None = None  # how its last whole-file answer was read
+        self.inferred = ""  # its last whole-file answer named no file (Hunk.inferred)
 
     @property
     def created(self) -> bool:
@@ -315,5 +316,6 @@ class FileDiff:
         bulk accept must leave: large or unasked-for deletions."""
         assert self.reading is not None
         for h in hunks:
+            h.inferred = self.inferred
             h.deletion = fragments.warning(h.old, h.new, h.base_start - start, h.base_end - start,
                                            self.reading, self.owner.removal_asked)

@@ -57,12 +57,13 @@ class Hunk:
     # may not want it (PendingDiff.begin_turn); an answer that proposes it again replaces it
     redirected: str = ""
     marked: bool = False  # marked by the user for `!`'s check (proposal_check.would_hold)
+    inferred: str = ""  # its block named no file: "file inferred: net.py (...)" (inferred.py)
 
     @property
     def warning(self) -> str:
         """Every flag of the hunk in one line ("" when a bulk accept may take it)."""
-        return "; ".join(f for f in (self.redirected, self.deletion, self.hidden, self.syntax)
-                         if f)
+        return "; ".join(f for f in (self.inferred, self.redirected, self.deletion, self.hidden,
+                                     self.syntax) if f)
 
     def check_hidden(self) -> None:
         """Flag the invisible characters the hunk adds (its lines are final, or cut short)."""

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.core.edits.formats import agent, apply_patch, costs, search_replace, whole
+from app.core.edits.formats.inferred import Infer
 from app.core.edits.formats.parser import EditParser
 from app.core.edits.formats.record import Format
 from app.core.provider import Capabilities
@@ -107,10 +108,12 @@ def pick(caps: Capabilities, model: str, asked: str, context_lines: Sequence[int
 
 
 def make_parser(fmt: str, known_paths: frozenset[str] = frozenset(),
-                exists: Callable[[str], bool] | None = None) -> EditParser:
+                exists: Callable[[str], bool] | None = None,
+                infer: Infer | None = None) -> EditParser:
     """`exists`: whether the workspace has a file of that name (a name with spaces before a
-    block is taken only then: parser.looks_like_path)."""
+    block is taken only then: parser.looks_like_path). `infer`: which context file a block
+    naming none proposes (inferred.py), or None to read such a block as prose."""
     rec = find(fmt)
     if rec is None or rec.agent:
         raise ValueError(f"unknown edit format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return EditParser(known_paths, whole=rec.whole_file, exists=exists)
+    return EditParser(known_paths, whole=rec.whole_file, exists=exists, infer=infer)

@@ -33,6 +33,8 @@ class EditBegin:
     # a structured edit (an agent's) knows where its old lines start in the base: it is
     # placed there, never sought
     at: int | None = None
+    # a block that named no file, taken for this one (formats/inferred.py): the hunks' flag
+    inferred: str = ""
 
 
 @dataclass(slots=True)

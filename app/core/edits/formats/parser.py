@@ -53,12 +53,13 @@ from app.core.edits.formats.events import (
     ParseEvent,
     Prose,
 )
+from app.core.edits.formats.inferred import Infer
 
 SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
 DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\b.*$")
 
-PROSE, PATCH, OLD, NEW, SKIP, OPENED, WHOLE, CODE, CLOSING, MIXED = range(10)
+PROSE, PATCH, OLD, NEW, SKIP, OPENED, WHOLE, CODE, CLOSING, MIXED, BARE = range(11)
 HOLD = 3  # prose lines held back: they may turn out to be a block's file name and fence
 # files whose text is likely to hold fenced blocks of its own
 DOCUMENTS = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc", ".asciidoc", ".org",
@@ -70,9 +71,15 @@ TWO_DIVIDERS = ("the block has a second ======= line (an underline in the text?)
 class EditParser(StreamParser):
 
     def __init__(self, known_paths: frozenset[str] = frozenset(), *, whole: bool = False,
-                 exists: Callable[[str], bool] | None = None) -> None:
+                 exists: Callable[[str], bool] | None = None, infer: Infer | None = None) -> None:
         super().__init__(known_paths, exists)
         self.whole = whole
+        # BARE: a fenced block that names no file, held whole until it closes, then offered
+        # to `infer` (inferred.py): a context file's whole-file proposal, refused, or prose
+        self.infer = infer
+        self.bare: list[str] = []
+        self.bare_info = ""
+        self._bare_text: tuple[int, str] = (0, "")
         self.state = PROSE
         self.held: list[str] = []
         self.old_tail: list[str] = []  # the last lines of the SEARCH text being read
@@ -90,6 +97,12 @@ class EditParser(StreamParser):
         self.mixed_opened: list[str] = []
 
     def tentative(self) -> str:
+        if self.state == BARE:  # shown as it streams; joined per frame, not per chunk
+            n, text = self._bare_text
+            if n != len(self.bare):
+                text = "".join(line + "\n" for line in self.bare)
+                self._bare_text = (len(self.bare), text)
+            return text + self._buf
         if self.state not in (PROSE, CODE):
             return ""  # an edit, or a fence whose kind is not known yet
         held = "".join(line + "\n" for line in self.held)
@@ -142,6 +155,8 @@ class EditParser(StreamParser):
             self._whole_line(line, out)
         elif state == MIXED:
             self._mixed_line(line, out)
+        elif state == BARE:
+            self._bare_line(line, out)
         elif state == CLOSING:
             self._closing_line(line, out)
         elif state == PATCH:
@@ -217,7 +232,9 @@ class EditParser(StreamParser):
         else:  # ```python path/to/file.py
             path = next((p for w in reversed(m["info"].split()) if (p := self.looks_like_path(w))), None)
         self._flush(out)
-        if path is None:
+        if path is None and self.infer is not None:
+            self.state, self.bare, self.bare_info, self.nest = BARE, [line], m["info"], []
+        elif path is None:
             out.append(Prose(line))
             self.state = CODE
         else:
@@ -287,6 +304,49 @@ class EditParser(StreamParser):
                 self._whole_line(t, out)
             else:
                 self._line(t, out)
+
+    def _bare_line(self, line: str, out: list[ParseEvent]) -> None:
+        """A fenced block that names no file: a SEARCH marker or a patch in it makes it a
+        code block as before (read again from its fence); its closing fence hands it to
+        `infer`."""
+        if SEARCH.match(line) or line.strip() == "*** Begin Patch":
+            return self._bare_as_code(out, line)
+        m = FENCE.match(line.strip())
+        if m is not None:
+            run, info = m["fence"], m["info"].strip()
+            if self.nest:
+                top = self.nest[-1]
+                if not info and run[0] == top[0] and len(run) >= len(top):
+                    self.nest.pop()
+            elif info or run[0] != self.fence[0] or len(run) < len(self.fence):
+                self.nest.append(run)
+            else:
+                return self._bare_closed(out, line)
+        self.bare.append(line)
+
+    def _bare_as_code(self, out: list[ParseEvent], line: str | None) -> None:
+        held, self.bare = self.bare, []
+        self.state = CODE
+        out.append(Prose(held[0]))
+        for t in held[1:] + ([line] if line is not None else []):
+            self._line(t, out)
+
+    def _bare_closed(self, out: list[ParseEvent], fence: str | None) -> None:
+        assert self.infer is not None
+        body = self.bare[1:]
+        got = self.infer(self.bare_info, body)
+        if got.path is None:
+            if got.note:
+                out.append(Malformed(got.note))
+            out.extend(Prose(t) for t in self.bare)
+            if fence is not None:
+                out.append(Prose(fence))
+        else:
+            out.append(EditBegin(got.path, "whole", inferred=got.note))
+            out.extend(Line("+", t) for t in body)
+            out.append(EditEnd())
+        self.bare = []
+        self.state = PROSE
 
     def _closing_line(self, line: str, out: list[ParseEvent]) -> None:
         """After a bare fence closed a document's block: the next edit, or the end, confirms
@@ -369,6 +429,12 @@ class EditParser(StreamParser):
             self._mixed_whole(out)
         if self.state == CLOSING:  # nothing after the close contradicted it
             self._closed(out, None)
+        if self.state == BARE:  # a block the answer never closed: whole if the answer is
+            if complete:
+                self._bare_closed(out, None)
+            else:  # cut short, it is what it was before: prose
+                out.extend(Prose(t) for t in self.bare)
+                self.bare, self.state = [], PROSE
         why = "the answer stopped" if not complete else "the answer ended"
         if self.state in (OLD, NEW):
             out.append(EditEnd(False, f"{why} inside a SEARCH/REPLACE block"))
