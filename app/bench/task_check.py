@@ -170,9 +170,10 @@ async def _model(tasks: list[Task], formats: list[str], model_path: str | None, 
             for i, t in enumerate(tasks, 1):
                 rows.append(await one(t, provider, fmt, root / "model"))
                 r = rows[-1]
+                verdict = (f"failed every round (1 + {FIXES} fixes)" if r["passed_at"] is None
+                           else f"passed at round {r['passed_at']}")
                 print(f"steer bench task --check: model {fmt} {i}/{len(tasks)} {t.name}: "
-                      f"passed at round {r['passed_at']}, {r['tokens']} tok", file=sys.stderr,
-                      flush=True)
+                      f"{verdict}, {r['tokens']} tok", file=sys.stderr, flush=True)
             result[fmt] = {**summary(rows), "rows": rows}
     finally:
         await provider.aclose()
