@@ -198,6 +198,9 @@ async def _run_with(args: argparse.Namespace, ws, state: dict, held: list) -> in
         launch_gc.launched()  # everything the request needs is built (app/launch_gc.py)
         session.start(args.instruction)
         _say_rules(session.rules_now)
+        if session.attached_now:  # what a model without look-ups sees besides -f's files
+            print(f"steer: attached {', '.join(session.attached_now)} (the model cannot look "
+                  "files up; -f picks files)", file=sys.stderr)
     except (ContextError, SessionError) as exc:
         print(f"steer: {exc}", file=sys.stderr)
         await provider.aclose()

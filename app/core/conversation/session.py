@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Sequence
 from typing import Literal
 
 from app.core.conversation import context_budget as budgets
@@ -86,6 +87,7 @@ class Session:
         # the project's rules (AGENTS.md...: rules.py), in every request; None: left out
         self.rules: rules.ProjectRules | None = rules.ProjectRules(ws)
         self.rules_now: rules.Rules | None = None  # what the last request read
+        self.attached_now: list[str] = []  # shown whole to a model without look-ups (attach)
         self.turns: list[Turn] = []
         self.queue: list[str] = []
         self._task: asyncio.Task[None] | None = None  # the running answer (or a steer)
@@ -166,6 +168,21 @@ class Session:
         pending = self.pending  # with hunks open or streaming: the change set goes on
         going_on = pending is not None and any(h.state not in DECIDED for h in pending.hunks)
         return self.send(instruction, "follow-up" if going_on else "ask")
+
+    def attached(self, shown: Sequence[str], instruction: str, shown_bytes: int | None = None
+                 ) -> list[str]:
+        """The files a model without look-ups is shown besides `shown` (the context and the
+        files the instruction names): the map's top-ranked ones that fit (Knowledge.attach);
+        none for a model that can look files up."""
+        know = self.knowledge
+        if know is None or not know.blind(self.provider):
+            return []
+        if shown_bytes is None:
+            shown_bytes = 0
+            for p in shown:
+                with contextlib.suppress(OSError):
+                    shown_bytes += os.path.getsize(self.ws.root / p)
+        return know.attach(instruction, shown, self.provider.context_window, shown_bytes)
 
     def send_back(self, message: str) -> Turn:
         """Word on the answer that ended (a failing check's output, F) as the next message:
@@ -272,6 +289,11 @@ class Session:
         if kind == "ask":  # with the files the instruction names (service.py: `named`)
             snapshots = self.files.snapshots() + self.files.now(
                 know.named(instruction, self.context) if know is not None else ())
+            # a model that cannot look files up is shown the top-ranked ones whole
+            extra = self.files.now(self.attached([s.path for s in snapshots], instruction,
+                                                 sum(map(_size, snapshots))))
+            self.attached_now = [s.path for s in extra]
+            snapshots += extra
             fmt, self.fmt_reason = prompts.pick_format(caps, self.provider.model,
                                                        self.fmt_choice, snapshots)
             interrupted = previous is not None and previous.state == "interrupted"
@@ -414,3 +436,8 @@ class Session:
         await self.wait()
         await self.provider.aclose()
         await self.saving.close()
+
+
+def _size(snap: Snapshot) -> int:
+    """About the bytes a file takes in a request (its lines as read)."""
+    return sum(len(t) + 1 for t in snap.lines)

@@ -22,11 +22,12 @@ moment later, off the update path.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,6 +145,17 @@ class MapBuilder:
         ranking = rank(pub.index, instruction, context)
         return render(pub.index, ranking, budget, version=pub.version, omit=omit,
                       hidden=self.hidden)
+
+    def order(self, instruction: str = "", context: Iterable[str] = ()) -> Iterator[str]:
+        """Every file in the order the map for this request shows them (paths only while
+        the first build runs; nothing before the tree is listed)."""
+        pub = self._published
+        context = list(context)
+        if pub.paths is not None or not pub.complete:
+            return pub.paths.order(instruction, context) if pub.paths else iter(())
+        ranking = rank(pub.index, instruction, context)
+        head = [*ranking.first, *ranking.then]
+        return itertools.chain(head, ranking.rest(set(head)))
 
     def changes_since(self, version: int, budget: int = DEFAULT_BUDGET) -> MapDelta | None:
         """The files added, changed or deleted since `version` (a map already sent), with

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import re
 import weakref
@@ -45,6 +46,12 @@ TINY_MAP = 600  # map tokens for a tiny model (the embedded 135M one, 8k window)
 WINDOW_SHARE = 8  # at most 1/8 of a known context window goes to the map
 NAMED_MAX = 4  # files an instruction can bring along by naming them
 NAMED_BYTES = 64_000  # a bigger named file is left to the map and the look-ups
+# a back-end that cannot look files up is shown the top-ranked files whole instead (attach)
+ATTACH_MAX = 8
+ATTACH_SHARE = 4  # at most 1/4 of its context window, less what the request shows already
+ATTACH_WINDOW = 8_192  # the window assumed when the back-end does not say
+ATTACH_SCAN = 200  # ranked files looked at (most are sized once and skipped at most)
+BYTES_PER_TOKEN = 4
 _WORD = re.compile(r"[\w][\w./+-]*")
 
 
@@ -215,6 +222,36 @@ class Knowledge:
                     out.append(hit)
             if len(out) >= NAMED_MAX:
                 break
+        return out
+
+    def blind(self, provider: Provider) -> bool:
+        """Whether this back-end's model answers without look-ups (it cannot call tools, or
+        they are off): it then sees only what the request holds (attach)."""
+        caps = provider.capabilities
+        # a server that refused `tools` once is asked without them since (openai_chat.py)
+        refused = not getattr(provider, "offers_tools", True)
+        return not caps.agent and not (caps.tools and self.policy.tools and not refused)
+
+    def attach(self, instruction: str, context: Collection[str], window: int | None,
+               shown_bytes: int = 0) -> list[str]:
+        """For a model without look-ups: the top-ranked files for `instruction` (the map's
+        order) whose whole text fits in a share of its window, after the `shown_bytes` the
+        request holds already. In a tiny repository, every file; never a file in `context`,
+        dropped by the user, secret-looking or empty."""
+        left = (window or ATTACH_WINDOW) // ATTACH_SHARE * BYTES_PER_TOKEN - shown_bytes
+        out: list[str] = []
+        for path in itertools.islice(self.builder.order(instruction, context), ATTACH_SCAN):
+            if len(out) >= ATTACH_MAX or left <= 0:
+                break
+            if path in context or path in self.dropped or secret_name(path):
+                continue
+            try:
+                size = os.path.getsize(self.builder.root / path)
+            except OSError:
+                continue
+            if 0 < size <= left:
+                out.append(path)
+                left -= size
         return out
 
     def drop(self, path: str) -> None:

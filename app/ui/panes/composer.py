@@ -282,6 +282,13 @@ class Composer(Vertical):
             shown = (shown + "  " if ctx else "") + "  ".join(
                 f"◇ {p}" for p in named) + f" (named; {keys} drops)"
         prompt.named = named  # a reactive: the key bar hears of a change
+        # a model without look-ups was shown the top-ranked files whole: which (the ranking
+        # is too slow to redo per key, so it is the last request's, said as such)
+        attached = [p for p in session.attached_now if p not in ctx and p not in named]
+        if attached:
+            shown = (shown + "  " if ctx or named else "") + "  ".join(
+                f"◇ {p}" for p in attached) + " (attached to the last request: the model " \
+                "cannot look files up)"
         parts = [Part(f"Context: {shown}", 0), Part(budget, 2)]
         rules = session.rules.sources([*ctx, *named]) if session.rules is not None else []
         if rules:  # what goes with every request (app/core/conversation/rules.py)
