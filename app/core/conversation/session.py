@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import os
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Literal
 
