@@ -42,12 +42,14 @@ class Room:
 
 ROOMS: dict[str, Room] = {
     "parser": Room(("app/core/edits/formats/parser.py",),
-                   ("tests/test_parsers.py", "tests/test_parses.py", "tests/test_format_traps.py")),
+                   ("tests/test_parsers.py", "tests/test_parses.py", "tests/test_format_traps.py",
+                    "tests/test_inferred_file.py")),
     "edits": Room(("app/core/edits/*",),
                   ("tests/test_rebase.py", "tests/test_parsers.py", "tests/test_parses.py",
                    "tests/test_format_traps.py", "tests/test_format_records.py",
                    "tests/test_mixed_formats.py", "tests/test_fragments.py",
-                   "tests/test_diff_property.py")),
+                   "tests/test_diff_property.py", "tests/test_compose.py",
+                   "tests/test_inferred_file.py")),
     "disk": Room(("app/core/disk/*",),
                  ("tests/test_safety.py", "tests/test_state_dir.py", "tests/test_journal_sync.py",
                   "tests/test_textfile.py", "tests/test_cas_fallback.py", "tests/test_races.py",
