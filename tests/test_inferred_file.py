@@ -174,3 +174,17 @@ def test_steer_run_refuses_a_block_that_fits_two_files_aloud(tmp_path):
     assert out.returncode == 4, out.stderr
     assert "fits 2 files (net.py, net_copy.py)" in out.stderr
     assert (root / "net.py").read_text() == NET and (root / "net_copy.py").read_text() == NET
+
+
+def test_while_a_bare_block_streams_it_shows_as_text_and_once_taken_it_is_no_longer_shown():
+    """The conversation shows what the parser holds back (tentative): the block as it
+    streams, then nothing of it once it is an edit (its card shows it instead)."""
+    guess = infer_from({"net.py": NET.splitlines()})
+    p = make_parser("whole", frozenset({"net.py"}), infer=guess)
+    p.feed("Here:\n```python\nimport socket\n\nTIMEOUT = 6")
+    assert p.tentative() == "```python\nimport socket\n\nTIMEOUT = 6"
+    p.feed("0\n")
+    assert p.tentative().endswith("TIMEOUT = 60\n")  # the held text grows with the block
+    ev = p.feed(NET60.split("TIMEOUT = 60\n", 1)[1] + "```\nok")
+    assert any(isinstance(e, EditBegin) for e in ev)
+    assert p.tentative() == "ok"
