@@ -35,6 +35,7 @@ class LiveStatus:
         self.tty = out.isatty()
         self.period = 1.0 / hz
         self._partial = ""
+        self._midline = False  # not a terminal: the last text written did not end its line
         # the answer's key values masked before the line is drawn: a frame redraws the line
         # being written, and must not show the start of a key whose rest is still to come
         self._mask = StreamMask()
@@ -58,8 +59,12 @@ class LiveStatus:
         notes += "".join(f"steer: {title}\n" for title in self._new_notes(turn))
         if not self.tty:
             if new or notes:
-                self.out.write(notes + new)
+                # a note is a line of its own, also when it comes in the middle of one of the
+                # answer's (an agent's update between two words)
+                text = ("\n" if notes and self._midline else "") + notes + new
+                self.out.write(text)
                 self.out.flush()
+                self._midline = not text.endswith("\n")
             return
         text = self._partial + new
         *done, self._partial = text.split("\n")
